@@ -1,0 +1,64 @@
+// plait: a training runtime in which every parallelism strategy is a plugin.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "log/logging.hpp"
+#include "plait/sdk/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace plait::cli;
+  CLI::App app{"plait: a training runtime in which every parallelism strategy is a plugin"};
+  app.require_subcommand(1);
+
+  RunArgs run_args;
+  auto* run_cmd = app.add_subcommand("run", "Train a model as a config describes");
+  run_cmd->add_option("config", run_args.config, "Config file (TOML)")->required();
+  run_cmd->add_option("--set", run_args.sets, "Override a value: table.key=value (repeatable)")->allow_extra_args(false);
+  run_cmd->add_option("--steps", run_args.steps, "Optimizer steps (overrides train.steps)");
+  run_cmd->add_option("--out", run_args.out, "Run folder (default runs/<config>-<time>); must not exist or be empty");
+  run_cmd->add_flag("-v,--verbose", run_args.verbose, "Debug logging");
+
+  PluginsArgs plugins_args;
+  auto* plugins_cmd = app.add_subcommand("plugins", "List the plugins found, and any refused");
+  plugins_cmd->add_flag("--json", plugins_args.json, "Machine-readable output");
+
+  auto* models_cmd = app.add_subcommand("models", "List model families and sizes with parameter counts");
+
+  ConfigArgs config_args;
+  auto* config_cmd = app.add_subcommand("config", "Inspect configs");
+  config_cmd->require_subcommand(1);
+  auto* show_cmd = config_cmd->add_subcommand("show", "Print a config merged from its bundles and --set flags");
+  show_cmd->add_option("config", config_args.config, "Config file (TOML)")->required();
+  show_cmd->add_option("--set", config_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
+  show_cmd->add_flag("--resolved", config_args.resolved, "Fill in every default, as the run's lock file will");
+  show_cmd->add_flag("--provenance", config_args.provenance, "Say which file, flag or default set each value");
+  auto* validate_cmd = config_cmd->add_subcommand("validate", "Check a config and its plugins without running");
+  validate_cmd->add_option("config", config_args.config, "Config file (TOML)")->required();
+  validate_cmd->add_option("--set", config_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (*run_cmd) return run(run_args);
+    if (*plugins_cmd) return plugins(plugins_args);
+    if (*models_cmd) return models();
+    if (*show_cmd) return config_show(config_args);
+    if (*validate_cmd) return config_validate(config_args);
+  } catch (const plait::Error& e) {
+    plait::flush_logs();
+    std::cerr << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    plait::flush_logs();
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,164 @@
+#include "config/config_loader.hpp"
+
+#include <filesystem>
+
+#include <toml++/toml.h>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace fs = std::filesystem;
+
+namespace {
+
+Source source_of(const toml::source_region& region, const std::string& file) {
+  return Source::in_file(file, static_cast<int>(region.begin.line), static_cast<int>(region.begin.column));
+}
+
+ConfigValue to_value(const toml::node& node, const std::string& where) {
+  switch (node.type()) {
+    case toml::node_type::boolean: return ConfigValue::of(*node.value<bool>());
+    case toml::node_type::integer: return ConfigValue::of(*node.value<int64_t>());
+    case toml::node_type::floating_point: return ConfigValue::of(*node.value<double>());
+    case toml::node_type::string: return ConfigValue::of(*node.value<std::string>());
+    case toml::node_type::array: {
+      std::vector<ConfigValue> items;
+      for (const auto& item : *node.as_array()) items.push_back(to_value(item, where));
+      return ConfigValue::of(std::move(items));
+    }
+    case toml::node_type::table:
+      throw Error(where + ": nested tables are not part of any plait schema",
+                  "config tables are one level deep: [table] then key = value");
+    default:
+      throw Error(where + ": dates and times are not accepted in plait configs",
+                  "write the value as a string or a number");
+  }
+}
+
+std::string display_path(const fs::path& p) {
+  std::error_code ec;
+  fs::path rel = fs::relative(p, fs::current_path(), ec);
+  if (!ec && !rel.empty() && rel.native().rfind("..", 0) != 0) return rel.string();
+  return p.string();
+}
+
+toml::table parse_or_throw(const fs::path& path, const std::string& shown) {
+  try {
+    return toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw Error(concat(shown, ":", where.line, ":", where.column, ": invalid TOML: ", e.description()),
+                "fix the syntax at that position (TOML reference: https://toml.io)");
+  }
+}
+
+// Collects `extends` entries as (absolute path, where it was written).
+std::vector<std::pair<fs::path, Source>> extends_of(const toml::table& root, const fs::path& file,
+                                                    const std::string& shown) {
+  std::vector<std::pair<fs::path, Source>> out;
+  const toml::node* node = root.get("extends");
+  if (node == nullptr) return out;
+  auto add = [&](const toml::node& item) {
+    Source where = source_of(item.source(), shown);
+    if (!item.is_string()) {
+      throw Error(where.describe() + ": extends takes file names (strings)",
+                  "write extends = [\"bundle.toml\", ...]");
+    }
+    fs::path target = file.parent_path() / *item.value<std::string>();
+    out.emplace_back(fs::absolute(target).lexically_normal(), where);
+  };
+  if (const toml::array* arr = node->as_array()) {
+    for (const auto& item : *arr) add(item);
+  } else {
+    add(*node);
+  }
+  return out;
+}
+
+void flatten(const toml::table& root, const std::string& shown, ConfigTree& tree) {
+  for (const auto& [key, node] : root) {
+    const std::string name(key.str());
+    if (name == "extends") continue;
+    Source where = source_of(key.source(), shown);
+    if (const toml::table* table = node.as_table()) {
+      tree.declare_table(name, where);
+      for (const auto& [inner_key, inner] : *table) {
+        Source inner_where = source_of(inner_key.source(), shown);
+        const std::string dotted = name + "." + std::string(inner_key.str());
+        tree.set(name, std::string(inner_key.str()),
+                 {to_value(inner, inner_where.describe() + ": " + dotted), inner_where});
+      }
+    } else {
+      tree.set("", name, {to_value(node, where.describe() + ": " + name), where});
+    }
+  }
+}
+
+ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::vector<std::string>& files,
+                     const Source* named_at) {
+  const std::string shown = display_path(file);
+  if (!fs::exists(file)) {
+    if (named_at != nullptr) {
+      throw Error(named_at->describe() + ": extends names a file that does not exist: " + shown,
+                  "paths in extends are relative to the file that names them");
+    }
+    throw Error("config file not found: " + shown, "check the path given to plait");
+  }
+  for (const auto& open : stack) {
+    if (fs::equivalent(open, file)) {
+      std::string chain;
+      for (const auto& p : stack) chain += display_path(p) + " -> ";
+      throw Error(named_at->describe() + ": extends cycle: " + chain + shown,
+                  "a bundle may not extend, directly or indirectly, the file that extends it");
+    }
+  }
+  stack.push_back(file);
+  const toml::table root = parse_or_throw(file, shown);
+  ConfigTree merged;
+  for (const auto& [base, where] : extends_of(root, file, shown)) {
+    merged.merge_from(load_file(base, stack, files, &where));
+  }
+  ConfigTree own;
+  flatten(root, shown, own);
+  merged.merge_from(own);
+  files.push_back(shown);
+  stack.pop_back();
+  return merged;
+}
+
+}  // namespace
+
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  LoadedConfig out;
+  out.path = path;
+  std::vector<fs::path> stack;
+  out.tree = load_file(fs::absolute(path).lexically_normal(), stack, out.files, nullptr);
+  for (const auto& assignment : overrides) apply_override(out.tree, assignment);
+  return out;
+}
+
+void apply_override(ConfigTree& tree, const std::string& assignment) {
+  const std::string flag = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos) {
+    throw Error(flag + ": expected table.key=value", "for example --set train.lr=3e-4");
+  }
+  const std::string dotted = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  const auto dot = dotted.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == dotted.size() ||
+      dotted.find('.', dot + 1) != std::string::npos) {
+    throw Error(flag + ": the key must be table.key, got '" + dotted + "'", "for example --set train.steps=100");
+  }
+  ConfigValue value;
+  try {
+    const std::string doc = "v = " + text;
+    toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
+    value = to_value(*parsed.get("v"), flag);
+  } catch (const toml::parse_error&) {
+    value = ConfigValue::of(text);  // a bare word: model.size=124m, parallel.data=ddp
+  }
+  tree.set(dotted.substr(0, dot), dotted.substr(dot + 1), {std::move(value), Source::from_flag(flag)});
+}
+
+}  // namespace plait

@@ -1,0 +1,142 @@
+#include "config/resolve.hpp"
+
+#include <algorithm>
+
+#include "plait/sdk/error.hpp"
+#include "schema_checkpoint.hpp"
+#include "schema_data.hpp"
+#include "schema_debug.hpp"
+#include "schema_lock.hpp"
+#include "schema_model.hpp"
+#include "schema_parallel.hpp"
+#include "schema_plugins.hpp"
+#include "schema_train.hpp"
+#include "util/did_you_mean.hpp"
+
+namespace plait {
+
+const std::vector<TableSchema>& core_schemas() {
+  static const std::vector<TableSchema> schemas = [] {
+    std::vector<std::pair<const char*, const char*>> texts = {
+        {"model", schema_model_toml},         {"data", schema_data_toml},
+        {"train", schema_train_toml},         {"parallel", schema_parallel_toml},
+        {"checkpoint", schema_checkpoint_toml}, {"plugins", schema_plugins_toml},
+        {"debug", schema_debug_toml},         {"lock", schema_lock_toml}};
+    std::vector<TableSchema> out;
+    for (const auto& [table, text] : texts) out.push_back(parse_schema(text, table, "core"));
+    return out;
+  }();
+  return schemas;
+}
+
+const Options& ResolvedConfig::table(const std::string& name) const {
+  for (const auto& [table, resolved] : tables_) {
+    if (table == name) return resolved.options;
+  }
+  throw Error(concat("internal: config table [", name, "] was not resolved"), "report this as a plait bug");
+}
+
+std::string ResolvedConfig::to_toml(bool provenance) const {
+  std::string out;
+  for (const auto& [table, resolved] : tables_) {
+    if (table == "lock") continue;
+    out += (out.empty() ? "[" : "\n[") + table + "]\n";
+    for (const auto& e : resolved.entries) {
+      std::string line = e.key + " = " + e.value.to_toml();
+      if (provenance) {
+        line.resize(std::max<std::size_t>(line.size() + 1, 40), ' ');
+        line += "# " + e.source.describe();
+      }
+      out += line + "\n";
+    }
+  }
+  return out;
+}
+
+std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree) {
+  std::vector<SearchDir> dirs;
+  for (const auto& schema : core_schemas()) {
+    if (schema.table != "plugins") continue;
+    ResolvedTable t = resolve_table(schema, tree.table("plugins"), tree.table_source("plugins"));
+    const ConfigEntry* entry = tree.find("plugins", "paths");
+    const std::string origin = entry ? entry->source.describe() + ": [plugins].paths" : "[plugins].paths";
+    for (const auto& p : t.options.get<std::vector<std::string>>("paths")) dirs.push_back({p, origin});
+  }
+  return dirs;
+}
+
+ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry) {
+  ResolvedConfig out;
+  std::vector<std::string> core_names;
+  std::vector<std::string> all_keys;  // "table.key", for root-level typos
+  for (const auto& schema : core_schemas()) {
+    core_names.push_back(schema.table);
+    for (const auto& k : schema.keys()) all_keys.push_back(schema.table + "." + k);
+  }
+
+  for (const auto& [key, entry] : tree.table("")) {
+    std::vector<std::string> bare;
+    for (const auto& k : all_keys) bare.push_back(k.substr(k.find('.') + 1));
+    const std::string near = closest_match(key, bare);
+    std::string hint = "root-level keys: extends; everything else belongs to a table";
+    for (const auto& k : all_keys) {
+      if (!near.empty() && k.substr(k.find('.') + 1) == near) {
+        hint = "did you mean " + k + "? (write it under [" + k.substr(0, k.find('.')) + "])";
+        break;
+      }
+    }
+    throw Error(concat(entry.source.describe(), ": unknown root-level key '", key, "'"), hint);
+  }
+
+  for (const auto& schema : core_schemas()) {
+    out.tables_.emplace_back(schema.table,
+                             resolve_table(schema, tree.table(schema.table), tree.table_source(schema.table)));
+  }
+
+  // Which plugins play which role.
+  const Options& parallel = out.table("parallel");
+  const int64_t world = parallel.get<int64_t>("dp") * parallel.get<int64_t>("pp") * parallel.get<int64_t>("tp");
+  for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
+    const std::string name = parallel.get<std::string>(role);
+    if (role != "data" && name == "none") continue;
+    if (role == "comm" && world == 1) continue;  // one process: nothing to communicate
+    const ConfigEntry* entry = tree.find("parallel", role);
+    Source source = entry ? entry->source : Source::from_default();
+    registry.require(name, role, concat(source.describe(), ": [parallel].", role));
+    out.choices_.push_back({role, name, source});
+  }
+
+  // Plugin tables: chosen plugins always (defaults filled), found-but-unchosen ones when present.
+  std::vector<std::string> resolved_plugins;
+  auto resolve_plugin_table = [&](const PluginRecord& record) {
+    TableSchema schema = parse_schema(record.schema_toml, record.name,
+                                      concat("plugin '", record.name, "' (", record.path, ")"));
+    out.tables_.emplace_back(record.name,
+                             resolve_table(schema, tree.table(record.name), tree.table_source(record.name)));
+    resolved_plugins.push_back(record.name);
+  };
+  for (const auto& choice : out.choices_) {
+    if (std::find(resolved_plugins.begin(), resolved_plugins.end(), choice.name) == resolved_plugins.end()) {
+      resolve_plugin_table(*registry.find(choice.name));
+    }
+  }
+  for (const auto& table : tree.tables()) {
+    if (table.empty()) continue;
+    if (std::find(core_names.begin(), core_names.end(), table) != core_names.end()) continue;
+    if (std::find(resolved_plugins.begin(), resolved_plugins.end(), table) != resolved_plugins.end()) continue;
+    if (const PluginRecord* record = registry.find(table)) {
+      resolve_plugin_table(*record);
+      continue;
+    }
+    std::vector<std::string> known = core_names;
+    for (const auto& p : registry.plugins()) known.push_back(p.name);
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw Error(concat(tree.table_source(table).describe(), ": unknown table [", table, "]",
+                       did_you_mean(table, known)),
+                concat("tables are the core's and those named after a found plugin: ", list));
+  }
+  return out;
+}
+
+}  // namespace plait

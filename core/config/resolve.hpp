@@ -1,0 +1,50 @@
+#pragma once
+// From a merged config to checked values: every core table against the core's schema,
+// every chosen plugin's table against that plugin's own schema, unknown tables and keys
+// refused with a location and a "did you mean".
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config_tree.hpp"
+#include "config/schema.hpp"
+#include "plugins/plugin_registry.hpp"
+
+namespace plait {
+
+// The core's tables, in the order they are printed.
+const std::vector<TableSchema>& core_schemas();
+
+// The plugin roles of [parallel], in the order they are resolved.
+struct PluginChoice {
+  std::string role;  // "data", "pipeline", "tensor", "offload", "comm"
+  std::string name;  // the plugin's name
+  Source source;     // where the choice was made
+};
+
+class ResolvedConfig {
+ public:
+  // The values of a table that was resolved (core tables always are).
+  const Options& table(const std::string& name) const;
+  const std::vector<PluginChoice>& plugins() const { return choices_; }
+  const std::vector<std::pair<std::string, ResolvedTable>>& tables() const { return tables_; }
+
+  // As TOML, every value given or defaulted, optionally with where each came from.
+  // The [lock] table is left out: a run writes its own.
+  std::string to_toml(bool provenance) const;
+
+ private:
+  friend ResolvedConfig resolve_config(const ConfigTree&, const PluginRegistry&);
+  std::vector<std::pair<std::string, ResolvedTable>> tables_;
+  std::vector<PluginChoice> choices_;
+};
+
+// [plugins].paths, resolved against the file that set them (needed before the registry
+// exists, since the registry decides which plugin tables are valid).
+std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree);
+
+// Checks and fills the whole config. Plugins of the roles in use must exist in `registry`.
+// A table for a plugin that is found but not chosen is checked against its schema too.
+ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry);
+
+}  // namespace plait

@@ -1,0 +1,41 @@
+#include "data/make_sampler.hpp"
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+int64_t resolve_seq_len(const Options& data, const ModelSpec& model) {
+  const int64_t T = data.find<int64_t>("seq_len").value_or(model.block_size);
+  PLAIT_CHECK(T <= model.block_size,
+              concat("[data] seq_len ", T, " is longer than the model's block_size ", model.block_size),
+              "lower data.seq_len or raise model.block_size");
+  return T;
+}
+
+std::unique_ptr<BatchSampler> make_sampler(const Options& data, const ModelSpec& model, uint64_t seed,
+                                           int64_t dp_size, int64_t dp_rank) {
+  SamplerSpec spec;
+  spec.order = data.get<std::string>("order");
+  spec.rows = data.get<int64_t>("micro_batch_size");
+  spec.seq_len = resolve_seq_len(data, model);
+  spec.dp_size = dp_size;
+  spec.dp_rank = dp_rank;
+  spec.seed = seed;
+  spec.vocab_size = model.vocab_size;
+  const std::string source = data.get<std::string>("source");
+  if (source == "synthetic") {
+    return std::make_unique<BatchSampler>(spec, nullptr, std::make_shared<SyntheticLanguage>(model.vocab_size, seed));
+  }
+  auto path = data.find<std::string>("path");
+  PLAIT_CHECK(path.has_value(), concat("[data] source = \"", source, "\" needs data.path"),
+              "set path = \"file\" under [data], relative to the config file");
+  if (source == "text") {
+    PLAIT_CHECK(model.vocab_size >= 256,
+                concat("[data] text data has 256 byte tokens but the model's vocab_size is ", model.vocab_size),
+                "set model.vocab_size = 256 or more");
+    return std::make_unique<BatchSampler>(spec, TokenFile::open_text(*path), nullptr);
+  }
+  return std::make_unique<BatchSampler>(spec, TokenFile::open_tokens(*path), nullptr);
+}
+
+}  // namespace plait

@@ -1,0 +1,85 @@
+#include "data/sampler.hpp"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+BatchSampler::BatchSampler(const SamplerSpec& spec, std::shared_ptr<const TokenFile> file,
+                           std::shared_ptr<const SyntheticLanguage> synthetic)
+    : spec_(spec), file_(std::move(file)), synthetic_(std::move(synthetic)) {
+  PLAIT_CHECK((file_ == nullptr) != (synthetic_ == nullptr), "internal: a sampler reads a file or a synthetic source",
+              "report this as a plait bug");
+  if (file_ == nullptr) return;
+  const int64_t n = file_->size();
+  if (spec_.order == "sequential") {
+    const int64_t global = spec_.dp_size * spec_.rows * spec_.seq_len + 1;
+    PLAIT_CHECK(n >= global,
+                concat("[data] ", file_->path(), " holds ", n, " tokens; one sequential global batch needs ", global,
+                       " (dp ", spec_.dp_size, " x B ", spec_.rows, " x T ", spec_.seq_len, " + 1)"),
+                "use a longer file, or a smaller micro_batch_size or seq_len");
+  } else {
+    PLAIT_CHECK(n >= spec_.seq_len + 1,
+                concat("[data] ", file_->path(), " holds ", n, " tokens, fewer than seq_len + 1 = ", spec_.seq_len + 1),
+                "use a longer file or a shorter seq_len");
+  }
+}
+
+int64_t BatchSampler::token(int64_t position) const {
+  const int64_t t = file_->at(position);
+  PLAIT_CHECK(t < spec_.vocab_size,
+              concat("[data] token ", t, " at position ", position, " of ", file_->path(),
+                     " is not below the model's vocab_size ", spec_.vocab_size),
+              "set [model] vocab_size to cover the tokenizer's vocabulary");
+  return t;
+}
+
+Batch BatchSampler::next() {
+  const int64_t B = spec_.rows, T = spec_.seq_len, k = position_++;
+  at::Tensor rows = at::empty({B, T + 1}, at::TensorOptions().dtype(at::kLong));
+  int64_t* out = rows.data_ptr<int64_t>();
+  if (synthetic_ != nullptr) {
+    for (int64_t b = 0; b < B; ++b) synthetic_->sequence(k, spec_.dp_rank * B + b, T + 1, out + b * (T + 1));
+  } else if (spec_.order == "sequential") {
+    // Row b holds tokens [start + b*T, start + b*T + T], so neighbouring rows share one token,
+    // as llm.c's buf[0..B*T] viewed as inputs buf[:-1] and targets buf[1:].
+    const int64_t n = file_->size();
+    const int64_t start = ((k * spec_.dp_size + spec_.dp_rank) * B * T) % n;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t <= T; ++t) out[b * (T + 1) + t] = token((start + b * T + t) % n);
+    }
+  } else {
+    const int64_t span = file_->size() - T;  // window starts 0 .. n-T-1
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t j = spec_.dp_rank * B + b;
+      auto rng = seeded_rng({spec_.seed, static_cast<uint64_t>(k), static_cast<uint64_t>(j), 0xda7aull});
+      const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(span));
+      for (int64_t t = 0; t <= T; ++t) out[b * (T + 1) + t] = token(start + t);
+    }
+  }
+  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k};
+}
+
+std::string BatchSampler::state() const {
+  return nlohmann::json{{"order", synthetic_ ? "synthetic" : spec_.order}, {"seed", spec_.seed}, {"position", position_}}
+      .dump();
+}
+
+void BatchSampler::restore(const std::string& state) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(state);
+  } catch (const std::exception& e) {
+    throw Error(concat("sampler state is not JSON: ", e.what()), "pass what state() returned");
+  }
+  const std::string order = synthetic_ ? "synthetic" : spec_.order;
+  PLAIT_CHECK(j.value("order", "") == order && j.value("seed", uint64_t{0}) == spec_.seed,
+              concat("sampler state is for order '", j.value("order", ""), "' seed ", j.value("seed", uint64_t{0}),
+                     ", this sampler is order '", order, "' seed ", spec_.seed),
+              "resume with the data settings of the run that saved the state");
+  position_ = j.at("position").get<int64_t>();
+}
+
+}  // namespace plait

@@ -1,0 +1,60 @@
+#pragma once
+// Cuts tokens into batches. Global batch k is dp * B sequences; data-parallel rank r
+// takes rows r*B .. r*B+B-1 of it, so any data-parallel degree sees the same global
+// batches as one process with B' = dp * B (the equivalence principle needs this).
+//
+//   sequential (llm.c's loader): global batch k reads dp*B*T+1 consecutive tokens from
+//     position k*dp*B*T, inputs the first dp*B*T, targets the last dp*B*T, wrapping at
+//     the end of the file; rank r's share starts at (k*dp + r)*B*T.
+//   random: row j of global batch k is the window of T+1 tokens at an offset drawn from
+//     (seed, k, j).
+//   synthetic: row j of global batch k is generated from (seed, k, j).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "data/token_source.hpp"
+
+namespace plait {
+
+struct SamplerSpec {
+  std::string order = "random";  // "random" | "sequential"
+  int64_t rows = 1;              // B: sequences per microbatch on this rank
+  int64_t seq_len = 1;           // T
+  int64_t dp_size = 1;
+  int64_t dp_rank = 0;
+  uint64_t seed = 0;
+  int64_t vocab_size = 0;        // tokens must be below it
+};
+
+struct Batch {
+  at::Tensor inputs;   // [B, T] int64
+  at::Tensor targets;  // [B, T] int64
+  int64_t index = 0;   // global batch k
+};
+
+class BatchSampler {
+ public:
+  // Exactly one of `file` and `synthetic` is set.
+  BatchSampler(const SamplerSpec& spec, std::shared_ptr<const TokenFile> file,
+               std::shared_ptr<const SyntheticLanguage> synthetic);
+
+  Batch next();
+  int64_t position() const { return position_; }
+
+  // {"order":..,"seed":..,"position":k}; restore() refuses a state of another order or seed.
+  std::string state() const;
+  void restore(const std::string& state);
+
+ private:
+  int64_t token(int64_t position) const;
+
+  SamplerSpec spec_;
+  std::shared_ptr<const TokenFile> file_;
+  std::shared_ptr<const SyntheticLanguage> synthetic_;
+  int64_t position_ = 0;
+};
+
+}  // namespace plait

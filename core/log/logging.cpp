@@ -1,0 +1,72 @@
+#include "log/logging.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/dist_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace plait {
+namespace {
+
+// Every logger writes to this one fan-out sink, so a file added later (once the run
+// folder exists) receives the output of loggers made before it.
+std::shared_ptr<spdlog::sinks::dist_sink_mt> fan_out() {
+  static auto sink = [] {
+    auto dist = std::make_shared<spdlog::sinks::dist_sink_mt>();
+    auto console = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+    console->set_pattern("%v");
+    dist->add_sink(console);
+    return dist;
+  }();
+  return sink;
+}
+
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  switch (level) {
+    case LogLevel::debug: return spdlog::level::debug;
+    case LogLevel::info: return spdlog::level::info;
+    case LogLevel::warn: return spdlog::level::warn;
+    case LogLevel::error: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+class SpdLogger final : public Logger {
+ public:
+  explicit SpdLogger(const std::string& name) : logger_(std::make_shared<spdlog::logger>(name, fan_out())) {
+    logger_->set_level(spdlog::level::trace);  // the fan-out sink's level decides
+  }
+  void write(LogLevel level, std::string_view message) override {
+    const auto lvl = to_spdlog(level);
+    if (lvl >= spdlog::level::warn) {
+      logger_->log(lvl, "{}: {}", level == LogLevel::warn ? "warning" : "error", message);
+    } else {
+      logger_->log(lvl, "{}", message);
+    }
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace
+
+void configure_logging(const std::string& file, bool verbose) {
+  fan_out()->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+  if (!file.empty()) {
+    auto f = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false);
+    f->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%l] %v");
+    fan_out()->add_sink(f);
+  }
+}
+
+std::unique_ptr<Logger> make_logger(const std::string& name) { return std::make_unique<SpdLogger>(name); }
+
+Logger& core_log() {
+  static SpdLogger logger("plait");
+  return logger;
+}
+
+void flush_logs() { fan_out()->flush(); }
+
+}  // namespace plait

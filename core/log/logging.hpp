@@ -1,0 +1,23 @@
+#pragma once
+// Logging for the core and for plugins (through the SDK's Logger interface). The
+// console gets short lines; a run's log file gets every line with time, source and level.
+#include <memory>
+#include <string>
+
+#include "plait/sdk/context.hpp"
+
+namespace plait {
+
+// Sends every logger's output to the console and, when `file` is not empty, to that file.
+void configure_logging(const std::string& file, bool verbose);
+
+// A logger named e.g. "plait" or "plugin.ddp".
+std::unique_ptr<Logger> make_logger(const std::string& name);
+
+// The core's own logger.
+Logger& core_log();
+
+// Flushes file sinks (before exit or after an error).
+void flush_logs();
+
+}  // namespace plait

@@ -1,0 +1,108 @@
+#include "model/gpt2.hpp"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "model/norms.hpp"
+
+namespace plait {
+namespace {
+
+// wte(idx) + wpe(positions): [B, T] ids -> [B, T, C].
+class Embeddings final : public Layer {
+ public:
+  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
+    wte = register_module("wte", f.embedding({"transformer.wte", s.vocab_size, s.n_embd, 0.02, true}, init));
+    wpe = register_module("wpe", f.embedding({"transformer.wpe", s.block_size, s.n_embd, 0.02, false}, init));
+  }
+  at::Tensor forward(const at::Tensor& idx) override {
+    const int64_t T = idx.size(1);
+    at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
+    return wte->forward(idx) + wpe->forward(pos);
+  }
+  std::shared_ptr<Layer> wte, wpe;
+};
+
+class CausalSelfAttention final : public torch::nn::Module {
+ public:
+  CausalSelfAttention(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name)
+      : n_head_(s.n_head / f.shard_count()), head_dim_(s.head_dim()) {
+    c_attn = register_module("c_attn", f.linear({name + ".c_attn", s.n_embd, 3 * s.n_embd, true, 0.02,
+                                                 Split::column, 3}, init));
+    // GPT-2's scaled init of residual projections.
+    c_proj = register_module("c_proj", f.linear({name + ".c_proj", s.n_embd, s.n_embd, true,
+                                                 0.02 / std::sqrt(2.0 * s.n_layer), Split::row}, init));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1);
+    auto qkv = c_attn->forward(x).split(n_head_ * head_dim_, 2);
+    auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head_, head_dim_}).transpose(1, 2); };
+    at::Tensor y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, 0.0,
+                                                    /*is_causal=*/true);
+    y = y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_});
+    return c_proj->forward(y);
+  }
+  std::shared_ptr<Layer> c_attn, c_proj;
+
+ private:
+  int64_t n_head_, head_dim_;
+};
+
+class Mlp final : public torch::nn::Module {
+ public:
+  Mlp(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
+    c_fc = register_module("c_fc", f.linear({name + ".c_fc", s.n_embd, s.ffn_hidden, true, 0.02, Split::column}, init));
+    c_proj = register_module("c_proj", f.linear({name + ".c_proj", s.ffn_hidden, s.n_embd, true,
+                                                 0.02 / std::sqrt(2.0 * s.n_layer), Split::row}, init));
+  }
+  at::Tensor forward(const at::Tensor& x) { return c_proj->forward(at::gelu(c_fc->forward(x))); }
+  std::shared_ptr<Layer> c_fc, c_proj;
+};
+
+class Block final : public Layer {
+ public:
+  Block(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
+    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    attn = register_module("attn", std::make_shared<CausalSelfAttention>(s, f, init, name + ".attn"));
+    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    at::Tensor h = x + attn->forward(ln_1->forward(x));
+    return h + mlp->forward(ln_2->forward(h));
+  }
+  std::shared_ptr<LayerNorm> ln_1, ln_2;
+  std::shared_ptr<CausalSelfAttention> attn;
+  std::shared_ptr<Mlp> mlp;
+};
+
+// ln_f, then logits through the tied lm_head: [B, T, C] -> [B, T, V].
+class Head final : public Layer {
+ public:
+  Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::shared_ptr<Layer>& wte) {
+    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    lm_head_ = f.tied_linear(wte);  // not registered: its weight is wte's
+  }
+  at::Tensor forward(const at::Tensor& x) override { return lm_head_->forward(ln_f->forward(x)); }
+  std::shared_ptr<LayerNorm> ln_f;
+
+ private:
+  std::shared_ptr<Layer> lm_head_;
+};
+
+}  // namespace
+
+StageModel build_gpt2(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
+  StageModel model;
+  auto embeddings = std::make_shared<Embeddings>(spec, factory, init);
+  model.units.push_back({"transformer.", UnitKind::embedding, embeddings});
+  for (int64_t i = 0; i < spec.n_layer; ++i) {
+    const std::string prefix = "transformer.h." + std::to_string(i);
+    model.units.push_back({prefix + ".", UnitKind::block, std::make_shared<Block>(spec, factory, init, prefix)});
+  }
+  model.units.push_back({"transformer.", UnitKind::head, std::make_shared<Head>(spec, factory, init, embeddings->wte)});
+  return model;
+}
+
+}  // namespace plait

@@ -1,0 +1,144 @@
+#include "model/llama.hpp"
+
+#include <ATen/ATen.h>
+
+#include "model/norms.hpp"
+
+namespace plait {
+namespace {
+
+class Embeddings final : public Layer {
+ public:
+  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
+    embed_tokens = register_module(
+        "embed_tokens", f.embedding({"model.embed_tokens", s.vocab_size, s.n_embd, 0.02, true}, init));
+  }
+  at::Tensor forward(const at::Tensor& idx) override { return embed_tokens->forward(idx); }
+  std::shared_ptr<Layer> embed_tokens;
+};
+
+// cos and sin tables for positions 0..block_size-1, [T, Q], as HF's LlamaRotaryEmbedding.
+struct Rotary {
+  at::Tensor cos, sin;
+  Rotary(const ModelSpec& s, const at::TensorOptions& options) {
+    if (options.device().is_meta()) return;
+    const int64_t Q = s.head_dim();
+    auto f32 = at::TensorOptions().dtype(at::kFloat);
+    at::Tensor inv_freq = 1.0 / at::pow(s.rope_theta, at::arange(0, Q, 2, f32) / static_cast<double>(Q));
+    at::Tensor freqs = at::outer(at::arange(s.block_size, f32), inv_freq);
+    at::Tensor emb = at::cat({freqs, freqs}, -1);
+    cos = emb.cos().to(options.device());
+    sin = emb.sin().to(options.device());
+  }
+  static at::Tensor rotate_half(const at::Tensor& x) {
+    auto halves = x.chunk(2, -1);
+    return at::cat({-halves[1], halves[0]}, -1);
+  }
+  // x: [B, heads, T, Q]
+  at::Tensor apply(const at::Tensor& x) const {
+    const int64_t T = x.size(2);
+    at::Tensor c = cos.narrow(0, 0, T).to(x.scalar_type());
+    at::Tensor s = sin.narrow(0, 0, T).to(x.scalar_type());
+    return x * c + rotate_half(x) * s;
+  }
+};
+
+class Attention final : public torch::nn::Module {
+ public:
+  Attention(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name,
+            std::shared_ptr<const Rotary> rotary)
+      : n_head_(s.n_head / f.shard_count()),
+        n_kv_head_(s.n_kv_head / f.shard_count()),
+        head_dim_(s.head_dim()),
+        rotary_(std::move(rotary)) {
+    const int64_t C = s.n_embd, KV = s.n_kv_head * s.head_dim();
+    q_proj = register_module("q_proj", f.linear({name + ".q_proj", C, C, false, 0.02, Split::column}, init));
+    k_proj = register_module("k_proj", f.linear({name + ".k_proj", C, KV, false, 0.02, Split::column}, init));
+    v_proj = register_module("v_proj", f.linear({name + ".v_proj", C, KV, false, 0.02, Split::column}, init));
+    o_proj = register_module("o_proj", f.linear({name + ".o_proj", C, C, false, 0.02, Split::row}, init));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1);
+    auto heads = [&](const at::Tensor& t, int64_t n) { return t.view({B, T, n, head_dim_}).transpose(1, 2); };
+    at::Tensor q = rotary_->apply(heads(q_proj->forward(x), n_head_));
+    at::Tensor k = rotary_->apply(heads(k_proj->forward(x), n_kv_head_));
+    at::Tensor v = heads(v_proj->forward(x), n_kv_head_);
+    if (n_kv_head_ != n_head_) {  // HF's repeat_kv
+      k = k.repeat_interleave(n_head_ / n_kv_head_, 1);
+      v = v.repeat_interleave(n_head_ / n_kv_head_, 1);
+    }
+    at::Tensor y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    return o_proj->forward(y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_}));
+  }
+  std::shared_ptr<Layer> q_proj, k_proj, v_proj, o_proj;
+
+ private:
+  int64_t n_head_, n_kv_head_, head_dim_;
+  std::shared_ptr<const Rotary> rotary_;
+};
+
+class Mlp final : public torch::nn::Module {
+ public:
+  Mlp(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
+    const int64_t C = s.n_embd, F = s.ffn_hidden;
+    gate_proj = register_module("gate_proj", f.linear({name + ".gate_proj", C, F, false, 0.02, Split::column}, init));
+    up_proj = register_module("up_proj", f.linear({name + ".up_proj", C, F, false, 0.02, Split::column}, init));
+    down_proj = register_module("down_proj", f.linear({name + ".down_proj", F, C, false, 0.02, Split::row}, init));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  }
+  std::shared_ptr<Layer> gate_proj, up_proj, down_proj;
+};
+
+class DecoderLayer final : public Layer {
+ public:
+  DecoderLayer(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name,
+               std::shared_ptr<const Rotary> rotary) {
+    input_layernorm = register_module("input_layernorm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    self_attn = register_module("self_attn", std::make_shared<Attention>(s, f, init, name + ".self_attn", rotary));
+    post_attention_layernorm = register_module("post_attention_layernorm",
+                                               std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    at::Tensor h = x + self_attn->forward(input_layernorm->forward(x));
+    return h + mlp->forward(post_attention_layernorm->forward(h));
+  }
+  std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
+  std::shared_ptr<Attention> self_attn;
+  std::shared_ptr<Mlp> mlp;
+};
+
+// "model.norm" then "lm_head": registered under those names so the reference names come out.
+class Head final : public Layer {
+ public:
+  Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
+    model_ = register_module("model", std::make_shared<torch::nn::Module>());
+    norm_ = model_->register_module("norm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column}, init));
+  }
+  at::Tensor forward(const at::Tensor& x) override { return lm_head->forward(norm_->forward(x)); }
+  std::shared_ptr<Layer> lm_head;
+
+ private:
+  std::shared_ptr<torch::nn::Module> model_;
+  std::shared_ptr<RMSNorm> norm_;
+};
+
+}  // namespace
+
+StageModel build_llama(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
+  StageModel model;
+  model.units.push_back({"model.", UnitKind::embedding, std::make_shared<Embeddings>(spec, factory, init)});
+  auto rotary = std::make_shared<const Rotary>(spec, init.options);
+  for (int64_t i = 0; i < spec.n_layer; ++i) {
+    const std::string prefix = "model.layers." + std::to_string(i);
+    model.units.push_back(
+        {prefix + ".", UnitKind::block, std::make_shared<DecoderLayer>(spec, factory, init, prefix, rotary)});
+  }
+  model.units.push_back({"", UnitKind::head, std::make_shared<Head>(spec, factory, init)});
+  return model;
+}
+
+}  // namespace plait

@@ -1,0 +1,223 @@
+#include "plugins/plugin_registry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "plait/sdk/error.hpp"
+#include "util/did_you_mean.hpp"
+
+namespace plait {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kKinds = {"data", "comm", "pipeline", "tensor", "offload"};
+
+std::vector<std::string> split_words(const char* text) {
+  std::vector<std::string> out;
+  if (text == nullptr) return out;
+  std::stringstream in(text);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(" \t"));
+    word.erase(word.find_last_not_of(" \t") + 1);
+    if (!word.empty()) out.push_back(word);
+  }
+  return out;
+}
+
+bool is_candidate(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.rfind("libplait_plugin_", 0) == 0 && p.extension() == ".so";
+}
+
+std::string str_or_empty(const char* s) { return s == nullptr ? std::string{} : std::string(s); }
+
+}  // namespace
+
+bool PluginRecord::has_capability(const std::string& word) const {
+  return std::find(capabilities.begin(), capabilities.end(), word) != capabilities.end();
+}
+
+std::string builtin_plugin_dir() {
+  const fs::path exe = boost::dll::program_location();
+  return (exe.parent_path().parent_path() / "lib" / "plait" / "plugins").lexically_normal().string();
+}
+
+std::vector<SearchDir> default_search_dirs(const std::vector<SearchDir>& from_config) {
+  std::vector<SearchDir> dirs{{builtin_plugin_dir(), "built-in"}};
+  if (const char* env = std::getenv("PLAIT_PLUGIN_PATH")) {
+    std::stringstream in(env);
+    std::string dir;
+    while (std::getline(in, dir, ':')) {
+      if (!dir.empty()) dirs.push_back({dir, "PLAIT_PLUGIN_PATH"});
+    }
+  }
+  dirs.insert(dirs.end(), from_config.begin(), from_config.end());
+  return dirs;
+}
+
+PluginRegistry PluginRegistry::discover(const std::vector<SearchDir>& dirs, const HostAbi& host) {
+  PluginRegistry registry;
+  registry.dirs_ = dirs;
+  std::set<fs::path> seen;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir.path, ec)) {
+      if (dir.origin != "built-in" && dir.origin != "PLAIT_PLUGIN_PATH") {
+        throw Error(concat(dir.origin, ": plugin folder does not exist: ", dir.path),
+                    "[plugins].paths are relative to the config file that names them");
+      }
+      continue;
+    }
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(dir.path)) {
+      if (entry.is_regular_file() && is_candidate(entry.path())) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) {
+      const fs::path canonical = fs::weakly_canonical(file);
+      if (!seen.insert(canonical).second) continue;  // the same file through two search entries
+      registry.consider(canonical.string(), dir, host);
+    }
+  }
+  return registry;
+}
+
+void PluginRegistry::consider(const std::string& file, const SearchDir& dir, const HostAbi& host) {
+  auto refuse = [&](const std::string& why) { refusals_.push_back({file, "plugin library " + file + " " + why}); };
+  auto library = std::make_shared<boost::dll::shared_library>();
+  try {
+    library->load(fs::path(file), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    refuse(concat("cannot be loaded: ", e.what()));
+    return;
+  }
+  if (!library->has(PLAIT_PLUGIN_ENTRY_SYMBOL)) {
+    refuse("has no entry point plait_plugin_info(); build it with plait_add_plugin() and PLAIT_PLUGIN(...)");
+    return;
+  }
+  const PlaitPluginInfo* info = library->get<const PlaitPluginInfo*()>(PLAIT_PLUGIN_ENTRY_SYMBOL)();
+  if (info == nullptr) {
+    refuse("returned no plugin info from plait_plugin_info()");
+    return;
+  }
+  // api_version is the first field in every version of the struct: read it, and nothing
+  // else, until it matches.
+  if (info->api_version != host.api_version) {
+    refuse(concat("was built for plugin API version ", info->api_version, " but this plait uses version ",
+                  host.api_version, "; rebuild the plugin against this plait's SDK"));
+    return;
+  }
+  if (info->info_size < sizeof(PlaitPluginInfo)) {
+    refuse(concat("has a plugin info struct of ", info->info_size, " bytes where API version ",
+                  host.api_version, " has ", sizeof(PlaitPluginInfo), "; rebuild it against this SDK"));
+    return;
+  }
+  const std::string torch_version = str_or_empty(info->torch_version);
+  if (torch_version != host.torch_version) {
+    refuse(concat("was built against LibTorch ", torch_version, " but this plait runs LibTorch ",
+                  host.torch_version, "; rebuild the plugin with the same LibTorch"));
+    return;
+  }
+  if (info->cxx11_abi != host.cxx11_abi) {
+    refuse(concat("was built with _GLIBCXX_USE_CXX11_ABI=", info->cxx11_abi, " but this plait uses ",
+                  host.cxx11_abi, "; rebuild it with the same C++ ABI as LibTorch"));
+    return;
+  }
+  PluginRecord record;
+  record.name = str_or_empty(info->name);
+  record.kind = str_or_empty(info->kind);
+  if (record.name.empty() || (record.name == "none" && record.kind != "data")) {
+    refuse("declares no usable name (\"none\" is reserved for the single-process data strategy)");
+    return;
+  }
+  if (std::find(kKinds.begin(), kKinds.end(), record.kind) == kKinds.end()) {
+    refuse(concat("declares the unknown kind '", record.kind, "'; kinds are data, comm, pipeline, tensor, offload"));
+    return;
+  }
+  if (info->create == nullptr || info->destroy == nullptr) {
+    refuse("declares no create/destroy functions");
+    return;
+  }
+  if (const PluginRecord* other = find(record.name)) {
+    refuse(concat("declares the name '", record.name, "', which ", other->path,
+                  " already uses; two plugins cannot share a name"));
+    return;
+  }
+  record.version = str_or_empty(info->version);
+  record.path = file;
+  record.origin = dir.origin;
+  record.torch_version = torch_version;
+  record.summary = str_or_empty(info->summary);
+  record.schema_toml = str_or_empty(info->schema_toml);
+  record.capabilities = split_words(info->capabilities);
+  if (info->probe != nullptr) {
+    char why[512] = {0};
+    record.available = info->probe(why, sizeof(why) - 1) != 0;
+    if (!record.available) record.unavailable_reason = why[0] ? why : "its probe says it cannot run here";
+  }
+  record.library_ = std::move(library);
+  record.info_ = info;
+  plugins_.push_back(std::move(record));
+}
+
+const PluginRecord* PluginRegistry::find(const std::string& name) const {
+  for (const auto& p : plugins_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+const PluginRecord& PluginRegistry::require(const std::string& name, const std::string& kind,
+                                            const std::string& where) const {
+  const PluginRecord* record = find(name);
+  std::vector<std::string> same_kind;
+  std::string listing;
+  for (const auto& p : plugins_) {
+    if (p.kind == kind) same_kind.push_back(p.name);
+  }
+  for (const auto& n : same_kind) listing += (listing.empty() ? "" : ", ") + n;
+  if (listing.empty()) listing = "none";
+  if (record == nullptr) {
+    std::string searched;
+    for (const auto& d : dirs_) searched += "\n    " + d.path + " (" + d.origin + ")";
+    throw Error(concat(where, ": unknown ", kind, " plugin '", name, "'", did_you_mean(name, same_kind),
+                       "; ", kind, " plugins found: ", listing),
+                concat("plugins are searched in:", searched,
+                       "\n  add a folder with PLAIT_PLUGIN_PATH or [plugins].paths; `plait plugins` lists them"));
+  }
+  if (record->kind != kind) {
+    throw Error(concat(where, ": plugin '", name, "' is a ", record->kind, " plugin, not a ", kind, " plugin"),
+                concat(kind, " plugins found: ", listing));
+  }
+  if (!record->available) {
+    throw Error(concat(where, ": plugin '", name, "' cannot run here: ", record->unavailable_reason),
+                "choose another plugin for this machine");
+  }
+  return *record;
+}
+
+void PluginRegistry::throw_if_refused() const {
+  if (refusals_.empty()) return;
+  std::string message = refusals_.front().reason;
+  for (std::size_t i = 1; i < refusals_.size(); ++i) message += "\n" + refusals_[i].reason;
+  throw Error(message, "remove or rebuild the library; `plait plugins` lists what was found and refused");
+}
+
+std::shared_ptr<void> PluginRegistry::create(const PluginRecord& record) const {
+  void* object = record.info_->create();
+  PLAIT_CHECK(object != nullptr, concat("plugin '", record.name, "' (", record.path, ") created no object"),
+              "its create function must return a new instance");
+  auto destroy = record.info_->destroy;
+  auto library = record.library_;
+  return std::shared_ptr<void>(object, [destroy, library](void* p) { destroy(p); });
+}
+
+}  // namespace plait

@@ -1,0 +1,44 @@
+#include "run/compatibility.hpp"
+
+#include "plait/sdk/capabilities.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+void check_compatibility(const ResolvedConfig& config, const PluginRegistry& registry) {
+  const Options& train = config.table("train");
+  const Options& parallel = config.table("parallel");
+  const PluginChoice* data = nullptr;
+  for (const auto& c : config.plugins()) {
+    if (c.role == "data") data = &c;
+  }
+  const PluginRecord& dp = *registry.find(data->name);
+
+  struct Need {
+    bool when;
+    const char* capability;
+    std::string what;  // the other side of the combination
+  };
+  const std::vector<Need> needs = {
+      {train.get<int64_t>("grad_accum") > 1, capability::grad_accum,
+       concat("train.grad_accum = ", train.get<int64_t>("grad_accum"))},
+      {train.get<std::string>("dtype") == "bfloat16", capability::bf16, "train.dtype = \"bfloat16\""},
+      {train.get<std::string>("dtype") == "float64", capability::float64, "train.dtype = \"float64\""},
+      {parallel.get<int64_t>("dp") != 1, capability::multi_rank, concat("parallel.dp = ", parallel.get<int64_t>("dp"))},
+      {parallel.get<std::string>("pipeline") != "none", capability::pipeline,
+       concat("pipeline plugin '", parallel.get<std::string>("pipeline"), "'")},
+      {parallel.get<std::string>("tensor") != "none", capability::tensor,
+       concat("tensor plugin '", parallel.get<std::string>("tensor"), "'")},
+      {parallel.get<std::string>("offload") != "none", capability::offload,
+       concat("offload plugin '", parallel.get<std::string>("offload"), "'")},
+  };
+  for (const auto& need : needs) {
+    if (need.when && !dp.has_capability(need.capability)) {
+      throw Error(concat(data->source.describe(), ": data plugin '", dp.name, "' cannot be combined with ", need.what,
+                         ": it lacks the capability '", need.capability, "'"),
+                  concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
+    }
+  }
+}
+
+}  // namespace plait

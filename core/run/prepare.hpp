@@ -1,0 +1,28 @@
+#pragma once
+// Everything `plait run` and `plait config` check before a single file is written:
+// config, plugins, schemas, combination, model dimensions, data settings.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_loader.hpp"
+#include "config/resolve.hpp"
+#include "model/model_spec.hpp"
+#include "plugins/plugin_registry.hpp"
+
+namespace plait {
+
+struct PreparedRun {
+  LoadedConfig loaded;
+  std::unique_ptr<PluginRegistry> registry;
+  std::unique_ptr<ResolvedConfig> config;
+  ModelSpec model;
+  int64_t world_size = 1;
+};
+
+PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides);
+
+// The registry without a config (for `plait plugins`).
+PluginRegistry discover_plugins(const std::vector<SearchDir>& extra = {});
+
+}  // namespace plait

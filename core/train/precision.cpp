@@ -1,0 +1,29 @@
+#include "train/precision.hpp"
+
+#include <ATen/autocast_mode.h>
+
+namespace plait {
+
+Precision precision_from(const std::string& dtype) {
+  if (dtype == "float64") return {at::kDouble, false};
+  if (dtype == "bfloat16") return {at::kFloat, true};
+  return {at::kFloat, false};
+}
+
+AutocastScope::AutocastScope(const Precision& precision, c10::DeviceType device)
+    : active_(precision.autocast_bf16), device_(device) {
+  if (!active_) return;
+  was_enabled_ = at::autocast::is_autocast_enabled(device_);
+  was_dtype_ = at::autocast::get_autocast_dtype(device_);
+  at::autocast::set_autocast_dtype(device_, at::kBFloat16);
+  at::autocast::set_autocast_enabled(device_, true);
+}
+
+AutocastScope::~AutocastScope() {
+  if (!active_) return;
+  at::autocast::set_autocast_enabled(device_, was_enabled_);
+  at::autocast::set_autocast_dtype(device_, was_dtype_);
+  at::autocast::clear_cache();
+}
+
+}  // namespace plait

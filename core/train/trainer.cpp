@@ -1,0 +1,165 @@
+#include "train/trainer.hpp"
+
+#include <chrono>
+#include <filesystem>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include "data/make_sampler.hpp"
+#include "io/safetensors.hpp"
+#include "log/logging.hpp"
+#include "memory/tracking_allocator.hpp"
+#include "model/dense_layers.hpp"
+#include "model/model_zoo.hpp"
+#include "plait/sdk/data_parallel.hpp"
+#include "run/metrics_writer.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/precision.hpp"
+#include "train/progress.hpp"
+
+namespace plait {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+NamedTensorList model_weights(const StageModel& model) {
+  NamedTensorList out;
+  for (const auto& p : model.parameters()) out.emplace_back(p.name, p.tensor);
+  return out;
+}
+
+// Sum of token losses; the caller divides by the step's token count.
+at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
+  at::Tensor flat = logits.reshape({-1, logits.size(-1)});
+  if (flat.scalar_type() == at::kBFloat16) flat = flat.to(at::kFloat);
+  return at::cross_entropy_loss(flat, targets.reshape({-1}), {}, at::Reduction::Sum, /*ignore_index=*/-1);
+}
+
+}  // namespace
+
+RunSummary run_training(const RunPlan& plan) {
+  const ResolvedConfig& cfg = *plan.config;
+  const Options& train = cfg.table("train");
+  const Options& data = cfg.table("data");
+  const Options& parallel = cfg.table("parallel");
+  const Options& checkpoint = cfg.table("checkpoint");
+  const Options& debug = cfg.table("debug");
+  Logger& log = core_log();
+  namespace fs = std::filesystem;
+  const fs::path out(plan.out_dir);
+
+  install_tracking_allocator();
+  if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) at::set_num_threads(static_cast<int>(threads));
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  const auto seed = static_cast<uint64_t>(train.get<int64_t>("seed"));
+  at::manual_seed(seed);
+
+  // 1. The model, through the layer factory.
+  const Precision precision = precision_from(train.get<std::string>("dtype"));
+  const c10::DeviceType device = train.get<std::string>("device") == "cuda" ? c10::kCUDA : c10::kCPU;
+  const InitSpec init{seed, at::TensorOptions().dtype(precision.param_dtype).device(device)};
+  auto factory = make_dense_layer_factory();
+  StageModel model = build_model(plan.model, *factory, init);
+  if (checkpoint.get<bool>("save_init")) save_safetensors((out / "init.safetensors").string(), model_weights(model));
+
+  // 2. Data parallel wraps the stage and owns the optimizer.
+  const std::string dp_name = parallel.get<std::string>("data");
+  auto dp = std::static_pointer_cast<DataParallel>(plan.registry->create(*plan.registry->find(dp_name)));
+  StepMetrics step_metrics;
+  auto dp_log = make_logger("plugin." + dp_name);
+  auto dp_metrics = step_metrics.for_plugin(dp_name);
+  PluginContext dp_context{dp_name, &cfg.table(dp_name), dp_log.get(), dp_metrics.get(), 0, 1};
+  AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
+                    train.get<double>("weight_decay")};
+  dp->setup({&dp_context, &model, adamw, nullptr});
+
+  // 3. Data and schedule.
+  auto sampler = make_sampler(data, plan.model, seed, /*dp_size=*/1, /*dp_rank=*/0);
+  const int64_t steps = train.get<int64_t>("steps");
+  const int64_t accum = train.get<int64_t>("grad_accum");
+  const int64_t seq_len = resolve_seq_len(data, plan.model);
+  const LrSchedule schedule{train.get<std::string>("lr_schedule"), train.get<double>("lr"),
+                            train.get<int64_t>("warmup_steps"), steps, train.get<double>("min_lr_ratio")};
+  const double flops_per_token = plait::flops_per_token(plan.model, seq_len);
+  const double peak_flops = train.get<double>("peak_flops");
+  const double grad_clip = train.get<double>("grad_clip");
+  MetricsWriter metrics((out / "metrics.jsonl").string());
+
+  log.info("model ", plan.model.family, " ", plan.model.size, ": ", closed_form_params(plan.model),
+           " parameters; data ", data.get<std::string>("source"), ", B=", data.get<int64_t>("micro_batch_size"),
+           " T=", seq_len, " grad_accum=", accum, "; strategy ", dp_name);
+
+  RunSummary summary;
+  const auto run_start = Clock::now();
+  for (int64_t step = 1; step <= steps; ++step) {
+    reset_cpu_memory_peak();
+    const auto t0 = Clock::now();
+    std::vector<Batch> batches;
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < accum; ++i) {
+      batches.push_back(sampler->next());
+      tokens += batches.back().targets.ne(-1).sum().item<int64_t>();
+    }
+    double loss = 0.0;
+    for (int64_t i = 0; i < accum; ++i) {
+      const MicrobatchInfo mb{i, accum};
+      dp->before_microbatch(mb);
+      at::Tensor inputs = batches[i].inputs.to(device), targets = batches[i].targets.to(device);
+      at::Tensor logits;
+      {
+        AutocastScope autocast(precision, device);
+        logits = model.forward(inputs);
+      }
+      at::Tensor loss_sum = token_loss_sum(logits, targets);
+      (loss_sum / static_cast<double>(tokens)).backward();
+      dp->after_backward(mb);
+      loss += loss_sum.item<double>();
+      if (step == 1 && i == 0 && debug.get<bool>("dump_logits")) {
+        save_safetensors((out / "debug_logits.safetensors").string(),
+                         {{"inputs", batches[i].inputs}, {"targets", batches[i].targets}, {"logits", logits.detach()}});
+      }
+    }
+    loss /= static_cast<double>(tokens);
+    if (step == 1 && debug.get<bool>("dump_grads")) {
+      save_safetensors((out / "debug_grads.safetensors").string(), dp->full_gradients());
+    }
+    const double lr = schedule.at(step);
+    const StepResult result = dp->step({step, lr, grad_clip});
+
+    const double step_s = seconds_since(t0);
+    const double tokens_per_s = static_cast<double>(tokens) / step_s;
+    const MemoryStats mem = cpu_memory_stats();
+    const StateBytes state = dp->state_bytes();
+    nlohmann::ordered_json record = {
+        {"step", step},
+        {"loss", loss},
+        {"lr", lr},
+        {"grad_norm", result.grad_norm},
+        {"tokens", tokens},
+        {"step_ms", step_s * 1e3},
+        {"tokens_per_s", tokens_per_s},
+        {"mfu", flops_per_token * tokens_per_s / peak_flops},
+        {"peak_mem_bytes", mem.peak_bytes},
+        {"mem_bytes", mem.current_bytes},
+        {"param_bytes", state.params},
+        {"grad_bytes", state.grads},
+        {"optimizer_bytes", state.optimizer},
+    };
+    for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
+    metrics.write(record);
+    summary.losses.push_back(loss);
+    log.info(format_progress({step, steps, loss, lr, result.grad_norm, step_s * 1e3, tokens_per_s,
+                              record["mfu"].get<double>(), mem.peak_bytes, seconds_since(run_start)}));
+  }
+  summary.seconds = seconds_since(run_start);
+  if (checkpoint.get<bool>("save_final")) {
+    save_safetensors((out / "final.safetensors").string(), dp->full_parameters());
+  }
+  return summary;
+}
+
+}  // namespace plait

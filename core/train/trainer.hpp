@@ -1,0 +1,29 @@
+#pragma once
+// The training loop. It applies the interfaces in one fixed order:
+//   build the model through the layer factory -> (pipeline keeps this rank's units) ->
+//   data parallel wraps the stage and owns the optimizer -> loop:
+//   per microbatch: before_microbatch, forward, backward, after_backward; then step.
+#include <string>
+#include <vector>
+
+#include "config/resolve.hpp"
+#include "model/model_spec.hpp"
+#include "plugins/plugin_registry.hpp"
+
+namespace plait {
+
+struct RunPlan {
+  const ResolvedConfig* config = nullptr;
+  const PluginRegistry* registry = nullptr;
+  ModelSpec model;
+  std::string out_dir;  // exists and is empty when training starts
+};
+
+struct RunSummary {
+  std::vector<double> losses;  // per step
+  double seconds = 0.0;
+};
+
+RunSummary run_training(const RunPlan& plan);
+
+}  // namespace plait

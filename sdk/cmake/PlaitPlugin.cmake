@@ -1,0 +1,43 @@
+# plait_add_plugin(<name> SOURCES <src>... SCHEMA <schema.toml> [OUTPUT_DIR <dir>])
+#
+# Builds lib<plait_plugin_<name>>.so, a module the plait loader finds by that prefix.
+# The schema file is embedded as the string `plait_schema_toml` in the generated header
+# "plait_schema.hpp", so the schema travels inside the library it describes.
+include_guard(GLOBAL)
+
+function(plait_embed_text out_header symbol text_file)
+  file(READ "${text_file}" _text)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${text_file}")
+  file(CONFIGURE OUTPUT "${out_header}"
+       CONTENT "// generated from ${text_file}\n#pragma once\ninline constexpr const char ${symbol}[] = R\"plait_text(@_text@)plait_text\";\n"
+       @ONLY)
+endfunction()
+
+function(plait_add_plugin name)
+  cmake_parse_arguments(ARG "" "SCHEMA;OUTPUT_DIR" "SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "plait_add_plugin(${name}): SOURCES is required")
+  endif()
+  if(NOT ARG_SCHEMA)
+    message(FATAL_ERROR "plait_add_plugin(${name}): SCHEMA <file.toml> is required (it may be empty)")
+  endif()
+  set(target plait_plugin_${name})
+  set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/${target}_generated)
+  get_filename_component(schema_path "${ARG_SCHEMA}" ABSOLUTE)
+  plait_embed_text(${gen_dir}/plait_schema.hpp plait_schema_toml "${schema_path}")
+
+  add_library(${target} MODULE ${ARG_SOURCES})
+  target_include_directories(${target} PRIVATE ${gen_dir})
+  target_link_libraries(${target} PRIVATE plait::sdk)
+  # Only the entry point needs to be visible; everything else stays private to the plugin.
+  set_target_properties(${target} PROPERTIES
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN OFF
+    PREFIX "lib"
+    OUTPUT_NAME ${target})
+  if(ARG_OUTPUT_DIR)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${ARG_OUTPUT_DIR})
+  elseif(DEFINED PLAIT_PLUGIN_OUTPUT_DIR)
+    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PLAIT_PLUGIN_OUTPUT_DIR})
+  endif()
+endfunction()

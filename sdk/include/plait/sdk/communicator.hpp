@@ -1,0 +1,97 @@
+#pragma once
+// How bytes move. Shaped like c10d's Backend/Work: one options struct per operation,
+// every operation asynchronous with a Work handle. Every operation carries a tag that
+// says who asked for it, so a hang report can name "rank 3 never joined the all-gather
+// of fsdp unit h.7, microbatch 2". Optional operations throw
+// "<backend> does not support <op>".
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "plait/sdk/plugin.hpp"
+
+namespace plait {
+
+enum class ReduceOp { sum, avg, max, min };
+
+struct OpTag {
+  std::string plugin;   // who asked: "ddp", "zero", "core"
+  std::string phase;    // "grad-sync", "param-gather", "broadcast-init", ...
+  std::string unit;     // bucket or unit, e.g. "bucket 3", "h.7"
+  int64_t microbatch = -1;
+};
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{0};  // 0: the communicator's default
+  OpTag tag;
+};
+struct AllReduceOptions : CommOptions {
+  ReduceOp op = ReduceOp::sum;
+};
+struct ReduceScatterOptions : CommOptions {
+  ReduceOp op = ReduceOp::sum;
+};
+struct BroadcastOptions : CommOptions {
+  int root = 0;  // rank within the group
+};
+struct PointToPointOptions : CommOptions {
+  int peer = 0;  // rank within the group
+  int tag_id = 0;
+};
+
+class PLAIT_SDK_VISIBLE Work {
+ public:
+  virtual ~Work() = default;
+  virtual bool is_completed() = 0;
+  // Blocks until done; throws the operation's failure, or a timeout naming the tag.
+  virtual void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) = 0;
+  // The failure of a completed operation, or null.
+  virtual std::exception_ptr exception() = 0;
+};
+
+// One process group along one mesh axis.
+class PLAIT_SDK_VISIBLE Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;
+
+  virtual std::shared_ptr<Work> all_reduce(at::Tensor& tensor, const AllReduceOptions& o) = 0;
+  // output = this rank's 1/size slice of the reduction of input (input.numel() = size * output.numel()).
+  virtual std::shared_ptr<Work> reduce_scatter(at::Tensor& output, const at::Tensor& input,
+                                               const ReduceScatterOptions& o) = 0;
+  // output = concatenation of every rank's input (output.numel() = size * input.numel()).
+  virtual std::shared_ptr<Work> all_gather(at::Tensor& output, const at::Tensor& input,
+                                           const CommOptions& o) = 0;
+  virtual std::shared_ptr<Work> broadcast(at::Tensor& tensor, const BroadcastOptions& o) = 0;
+  virtual std::shared_ptr<Work> send(const at::Tensor& tensor, const PointToPointOptions& o) = 0;
+  virtual std::shared_ptr<Work> recv(at::Tensor& tensor, const PointToPointOptions& o) = 0;
+  virtual std::shared_ptr<Work> barrier(const CommOptions& o) = 0;
+};
+
+// What a comm plugin needs to build a group: where to rendezvous and who is in it.
+struct GroupSpec {
+  std::string store_host;
+  int store_port = 0;
+  std::string group_name;     // unique per group, e.g. "dp/0"
+  std::vector<int> ranks;     // global ranks in the group, in group-rank order
+  int global_rank = 0;
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  std::string device = "cpu";  // "cpu" or "cuda:N"
+};
+
+// A comm plugin: makes Communicators. Probe (see plugin.hpp) says whether it can run here.
+class PLAIT_SDK_VISIBLE CommBackend : public Plugin {
+ public:
+  using Interface = CommBackend;
+  static constexpr const char* kKind = "comm";
+  virtual std::shared_ptr<Communicator> connect(const GroupSpec& spec) = 0;
+};
+
+}  // namespace plait

@@ -1,0 +1,46 @@
+#pragma once
+// What every plugin receives from the runtime: its own config table, a logger and a
+// metrics sink. Nothing global: a plugin sees only what it is handed here.
+#include <string>
+#include <string_view>
+
+#include "plait/sdk/error.hpp"
+#include "plait/sdk/options.hpp"
+
+namespace plait {
+
+enum class LogLevel { debug, info, warn, error };
+
+class PLAIT_SDK_VISIBLE Logger {
+ public:
+  virtual ~Logger() = default;
+  virtual void write(LogLevel level, std::string_view message) = 0;
+
+  template <class... Args>
+  void debug(const Args&... args) { write(LogLevel::debug, concat(args...)); }
+  template <class... Args>
+  void info(const Args&... args) { write(LogLevel::info, concat(args...)); }
+  template <class... Args>
+  void warn(const Args&... args) { write(LogLevel::warn, concat(args...)); }
+};
+
+// Per-step values that end up in metrics.jsonl under "<plugin>.<name>".
+class PLAIT_SDK_VISIBLE Metrics {
+ public:
+  virtual ~Metrics() = default;
+  // The last value set during a step is reported.
+  virtual void gauge(std::string_view name, double value) = 0;
+  // Amounts are summed over the step.
+  virtual void count(std::string_view name, double amount) = 0;
+};
+
+struct PluginContext {
+  std::string plugin_name;
+  const Options* options = nullptr;  // the plugin's own table, validated
+  Logger* log = nullptr;
+  Metrics* metrics = nullptr;
+  int rank = 0;        // global rank of this process
+  int world_size = 1;  // number of processes in the job
+};
+
+}  // namespace plait

@@ -1,0 +1,76 @@
+#pragma once
+// Where parameters, gradients and optimizer state live across the data-parallel axis,
+// and when they are synchronised. A data plugin owns the optimizer step.
+//
+// The trainer calls, per optimizer step:
+//   for each microbatch i:  before_microbatch(i); forward; backward; after_backward(i)
+//   step(args)
+// in that fixed order. Loss is already normalised by the global token count, so a
+// plugin sums gradients across ranks (it does not average them).
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/context.hpp"
+#include "plait/sdk/model.hpp"
+#include "plait/sdk/optim.hpp"
+#include "plait/sdk/plugin.hpp"
+
+namespace plait {
+
+struct MicrobatchInfo {
+  int64_t index = 0;
+  int64_t count = 1;
+  bool is_last() const { return index + 1 == count; }
+};
+
+struct StepArgs {
+  int64_t step = 1;        // optimizer step, from 1
+  double lr = 0.0;
+  double grad_clip = 0.0;  // max global norm; 0 turns clipping off
+};
+
+struct StepResult {
+  double grad_norm = 0.0;  // global gradient norm before clipping
+};
+
+// Bytes of model state this rank holds, split by where they live.
+struct StateBytes {
+  int64_t params = 0, grads = 0, optimizer = 0;                 // on the compute device
+  int64_t host_params = 0, host_grads = 0, host_optimizer = 0;  // in host memory (offload)
+};
+
+using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+
+struct DataParallelSetup {
+  PluginContext* context = nullptr;
+  StageModel* model = nullptr;
+  AdamWConfig adamw;
+  Communicator* dp_group = nullptr;  // null in a single-process run
+};
+
+class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
+ public:
+  using Interface = DataParallel;
+  static constexpr const char* kKind = "data";
+
+  // Once, before the first step: may wrap units, register gradient hooks, shard state.
+  virtual void setup(const DataParallelSetup& setup) = 0;
+  virtual void before_microbatch(const MicrobatchInfo& mb) {}
+  virtual void after_backward(const MicrobatchInfo& mb) {}
+  // Clip by the global norm, update, clear gradients.
+  virtual StepResult step(const StepArgs& args) = 0;
+
+  // The whole gradient of every parameter, by reference name, after the last
+  // after_backward of a step and before step() (the equivalence harness compares these).
+  virtual NamedTensors full_gradients() = 0;
+  // The whole value of every parameter, by reference name (checkpoints, the harness).
+  virtual NamedTensors full_parameters() = 0;
+  virtual StateBytes state_bytes() const = 0;
+};
+
+}  // namespace plait

@@ -1,0 +1,54 @@
+#pragma once
+// The layer factory the model zoo builds every parametrised layer through. The core's
+// default factory makes ordinary dense layers; a tensor-parallel plugin supplies one
+// that makes sharded layers instead, without the model code changing.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <ATen/core/Tensor.h>
+
+#include "plait/sdk/model.hpp"
+
+namespace plait {
+
+// How a tensor-parallel factory may split a linear layer (Megatron's terms).
+enum class Split { none, column, row };
+
+struct InitSpec {
+  uint64_t seed = 0;          // the run's seed; see init.hpp
+  at::TensorOptions options;  // dtype and device of the parameters
+};
+
+struct LinearSpec {
+  std::string name;  // full parameter prefix, e.g. "transformer.h.0.attn.c_attn"
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  double init_std = 0.02;
+  Split split = Split::none;
+  int64_t fused_parts = 1;  // e.g. 3 for a fused q|k|v projection: each part splits alike
+};
+
+struct EmbeddingSpec {
+  std::string name;  // e.g. "transformer.wte"
+  int64_t num_embeddings = 0;
+  int64_t dim = 0;
+  double init_std = 0.02;
+  bool vocab_split = false;  // may be split along the vocabulary
+};
+
+class PLAIT_SDK_VISIBLE LayerFactory {
+ public:
+  virtual ~LayerFactory() = default;
+  // y = x W^T + b, W stored [out, in] (torch's layout).
+  virtual std::shared_ptr<Layer> linear(const LinearSpec& spec, const InitSpec& init) = 0;
+  // Long ids -> vectors.
+  virtual std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init) = 0;
+  // x E^T with the weight of an embedding made by this factory (a tied output head).
+  virtual std::shared_ptr<Layer> tied_linear(const std::shared_ptr<Layer>& embedding) = 0;
+  // Ways the tensor-parallel axis splits heads and hidden units (1 without TP).
+  virtual int64_t shard_count() const { return 1; }
+};
+
+}  // namespace plait

@@ -1,0 +1,61 @@
+#pragma once
+// A model, as plugins see it: an ordered list of units (embedding, blocks, head), each
+// a module from tensor to tensor. Strategies act on units: a pipeline keeps a slice of
+// them, activation checkpointing and FSDP wrap them, data parallel reads their
+// parameters. Parameter names are the reference model's own (nanoGPT, Hugging Face),
+// built as the unit's prefix + the unit's local parameter name.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include "plait/sdk/version.hpp"
+
+namespace plait {
+
+// A module with one tensor input and one tensor output.
+class PLAIT_SDK_VISIBLE Layer : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& x) = 0;
+};
+
+enum class UnitKind { embedding, block, head };
+
+struct UnitSlot {
+  std::string prefix;  // e.g. "transformer.h.3.", prepended to the unit's parameter names
+  UnitKind kind = UnitKind::block;
+  std::shared_ptr<Layer> unit;
+};
+
+struct ParamRef {
+  std::string name;  // full reference name, e.g. "transformer.h.0.attn.c_attn.weight"
+  at::Tensor tensor;
+  bool decay = false;  // AdamW weight decay applies (matrices and embeddings, not biases/norms)
+};
+
+// The units one rank runs, in order.
+struct StageModel {
+  std::vector<UnitSlot> units;
+
+  at::Tensor forward(const at::Tensor& input) const {
+    at::Tensor h = input;
+    for (const auto& slot : units) h = slot.unit->forward(h);
+    return h;
+  }
+
+  // Every trainable parameter once, in unit order. Decay is decided by shape here
+  // (2-D and up decays), so read this before a strategy reshapes parameters.
+  std::vector<ParamRef> parameters() const {
+    std::vector<ParamRef> out;
+    for (const auto& slot : units) {
+      for (const auto& item : slot.unit->named_parameters(/*recurse=*/true)) {
+        out.push_back({slot.prefix + item.key(), item.value(), item.value().dim() >= 2});
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace plait

@@ -1,0 +1,17 @@
+#pragma once
+// Everything a plugin author needs, in one include.
+#include "plait/sdk/capabilities.hpp"
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/context.hpp"
+#include "plait/sdk/data_parallel.hpp"
+#include "plait/sdk/error.hpp"
+#include "plait/sdk/init.hpp"
+#include "plait/sdk/layers.hpp"
+#include "plait/sdk/model.hpp"
+#include "plait/sdk/offload.hpp"
+#include "plait/sdk/optim.hpp"
+#include "plait/sdk/options.hpp"
+#include "plait/sdk/pipeline.hpp"
+#include "plait/sdk/plugin.hpp"
+#include "plait/sdk/tensor_parallel.hpp"
+#include "plait/sdk/version.hpp"
