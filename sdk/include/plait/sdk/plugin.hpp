@@ -25,6 +25,9 @@
 #ifndef PLAIT_PLUGIN_TORCH_VERSION
 #define PLAIT_PLUGIN_TORCH_VERSION TORCH_VERSION
 #endif
+#ifndef PLAIT_PLUGIN_CXX11_ABI
+#define PLAIT_PLUGIN_CXX11_ABI _GLIBCXX_USE_CXX11_ABI
+#endif
 #ifndef PLAIT_PLUGIN_PROBE
 #define PLAIT_PLUGIN_PROBE nullptr
 #endif
@@ -62,7 +65,7 @@ void destroy_plugin(void* self) {
         version_,                                                                        \
         Impl::Interface::kKind,                                                          \
         PLAIT_PLUGIN_TORCH_VERSION,                                                      \
-        _GLIBCXX_USE_CXX11_ABI,                                                          \
+        PLAIT_PLUGIN_CXX11_ABI,                                                          \
         capabilities_,                                                                   \
         schema_,                                                                         \
         summary_,                                                                        \

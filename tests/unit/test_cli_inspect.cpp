@@ -1,0 +1,59 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+TEST_CASE("config show prints the merged config, resolved and with provenance", "[cli]") {
+  TempDir dir;
+  write_file(dir / "bundle.toml", "[train]\nlr = 0.01\nsteps = 9\n");
+  const auto config = write_file(dir / "run.toml", "extends = [\"bundle.toml\"]\n[train]\nsteps = 4\n");
+  ProcessResult merged = run_plait({"config", "show", config.string()});
+  REQUIRE(merged.exit_code == 0);
+  CHECK_THAT(merged.output, Contains("lr = 0.01") && Contains("steps = 4") && !Contains("beta1"));
+  ProcessResult resolved = run_plait({"config", "show", config.string(), "--resolved", "--provenance", "--set",
+                                      "train.seed=5"});
+  INFO(resolved.output);
+  REQUIRE(resolved.exit_code == 0);
+  CHECK_THAT(resolved.output, Contains("bundle.toml:2:1") && Contains("run.toml:3:1") && Contains("# default") &&
+                                  Contains("# --set train.seed=5") && Contains("beta1 = 0.9"));
+}
+
+TEST_CASE("config validate checks without writing anything", "[cli]") {
+  TempDir dir;
+  const auto config = write_file(dir / "run.toml", "[train]\nsteps = 4\n");
+  ProcessResult ok = run_plait({"config", "validate", config.string()});
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Contains("valid") && Contains("data=none"));
+  ProcessResult bad = run_plait({"config", "validate", config.string(), "--set", "train.setps=3"});
+  CHECK(bad.exit_code != 0);
+  CHECK_THAT(bad.output, Contains("--set train.setps=3: unknown key 'setps' in [train] (did you mean 'steps'?)"));
+}
+
+TEST_CASE("plugins --json describes each plugin with its options", "[cli]") {
+  ProcessResult r = run_plait({"plugins", "--json"}, {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto j = nlohmann::json::parse(r.output);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& p : j.at("plugins")) by_name[p.at("name").get<std::string>()] = p;
+  REQUIRE(by_name.count("none"));
+  CHECK(by_name["none"].at("kind") == "data");
+  REQUIRE(by_name.count("fixture-good"));
+  CHECK(by_name["fixture-good"].at("options")[0].at("key") == "knob");
+  CHECK(j.at("refused").empty());
+  ProcessResult refused = run_plait({"plugins"}, {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/wrong_api"}});
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.output, Contains("refused: ") && Contains("API version 999"));
+}
+
+TEST_CASE("models lists every family and size with its parameter count", "[cli]") {
+  ProcessResult r = run_plait({"models"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("gpt2   124m") && Contains("124475904") && Contains("Llama-2-7B") &&
+                           Contains("6738415616") && Contains("llama  70b"));
+}

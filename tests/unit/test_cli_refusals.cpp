@@ -1,0 +1,121 @@
+// Every refusal of `plait run`: non-zero exit, the promised message, and no run folder.
+#include <catch2/catch.hpp>
+
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Refusal {
+  ProcessResult result;
+  bool wrote_output;
+};
+
+Refusal refuse(const TempDir& dir, const std::string& config_text, const std::map<std::string, std::string>& env = {},
+               std::vector<std::string> extra = {}) {
+  const auto config = write_file(dir / "run.toml", config_text);
+  const auto out = dir / "out";
+  std::vector<std::string> args = {"run", config.string(), "--out", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Refusal r{run_plait(args, env), fs::exists(out)};
+  return r;
+}
+
+void check_refused(const Refusal& r) {
+  INFO(r.result.output);
+  CHECK(r.result.exit_code != 0);
+  CHECK_FALSE(r.wrote_output);
+  CHECK_THAT(r.result.output, Contains("error: "));
+}
+
+}  // namespace
+
+TEST_CASE("refused: bad TOML", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[train]\nsteps = 3\nlr = \n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("run.toml:3:") && Contains("invalid TOML"));
+}
+
+TEST_CASE("refused: unknown key, with file:line:column and a suggestion", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[train]\nsteps = 3\nlerning_rate = 0.1\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("run.toml:3:1: unknown key 'lerning_rate' in [train]"));
+  auto r2 = refuse(dir, "[train]\nsetps = 3\n");
+  check_refused(r2);
+  CHECK_THAT(r2.result.output, Contains("did you mean 'steps'?"));
+}
+
+TEST_CASE("refused: wrong type", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[train]\nsteps = \"many\"\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("run.toml:2:1: [train].steps: expected an integer, got string \"many\""));
+  auto r2 = refuse(dir, "[train]\nsteps = 3\n", {}, {"--set", "train.lr=fast"});
+  check_refused(r2);
+  CHECK_THAT(r2.result.output, Contains("--set train.lr=fast: [train].lr: expected a number, got string"));
+}
+
+TEST_CASE("refused: missing extends file", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "extends = [\"bundles/missing.toml\"]\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("run.toml:1:12: extends names a file that does not exist") &&
+                                  Contains("bundles/missing.toml"));
+}
+
+TEST_CASE("refused: extends cycle", "[cli]") {
+  TempDir dir;
+  write_file(dir / "loop.toml", "extends = [\"run.toml\"]\n");
+  auto r = refuse(dir, "extends = [\"loop.toml\"]\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("extends cycle") && Contains("run.toml -> ") && Contains("loop.toml -> "));
+}
+
+TEST_CASE("refused: unknown plugin, listing the plugins found", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[parallel]\ndata = \"dpp\"\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("run.toml:2:1: [parallel].data: unknown data plugin 'dpp'") &&
+                                  Contains("data plugins found: none") && Contains("plugins are searched in"));
+}
+
+TEST_CASE("refused: a plugin library with a wrong API version", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[train]\nsteps = 1\n", {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/wrong_api"}});
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("libplait_plugin_fixture_wrong_api.so") &&
+                                  Contains("was built for plugin API version 999 but this plait uses version 1"));
+}
+
+TEST_CASE("refused: a plugin library without the entry point", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[train]\nsteps = 1\n", {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/no_entry"}});
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("libplait_plugin_no_entry.so has no entry point plait_plugin_info()"));
+}
+
+TEST_CASE("refused: a run folder that already holds files", "[cli]") {
+  TempDir dir;
+  write_file(dir / "out/keep.txt", "earlier results");
+  const auto config = write_file(dir / "run.toml", "[train]\nsteps = 1\n");
+  ProcessResult r = run_plait({"run", config.string(), "--out", (dir / "out").string()});
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("already exists and is not empty"));
+  CHECK(read_file(dir / "out/keep.txt") == "earlier results");
+  CHECK_FALSE(fs::exists(dir / "out/config.lock.toml"));
+}
+
+TEST_CASE("refused: a mesh this build cannot run, and dimensions that do not fit", "[cli]") {
+  TempDir dir;
+  auto r = refuse(dir, "[parallel]\ndp = 2\n");
+  check_refused(r);
+  CHECK_THAT(r.result.output, Contains("lacks the capability 'multi_rank'"));
+  auto r2 = refuse(dir, "[model]\nn_embd = 66\n");
+  check_refused(r2);
+  CHECK_THAT(r2.result.output, Contains("n_embd 66 is not a multiple of n_head 4"));
+}

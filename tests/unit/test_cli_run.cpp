@@ -1,0 +1,129 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.hpp"
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<nlohmann::json> read_metrics(const fs::path& run) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+std::vector<double> losses(const fs::path& run) {
+  std::vector<double> out;
+  for (const auto& m : read_metrics(run)) out.push_back(m.at("loss").get<double>());
+  return out;
+}
+
+void write_tokens(const fs::path& path, int n) {
+  std::vector<uint16_t> t(n);
+  for (int i = 0; i < n; ++i) t[i] = static_cast<uint16_t>((i * 7 + i / 13) % 256);
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(t.data()), static_cast<std::streamsize>(t.size() * 2));
+}
+
+}  // namespace
+
+TEST_CASE("plait run trains the quickstart config: loss falls, every file is written", "[cli]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "30", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("step 30/30") && Contains("tok/s") && Contains("eta"));
+  for (const char* f : {"config.lock.toml", "metrics.jsonl", "run.log"}) CHECK(fs::exists(out / f));
+  const auto metrics = read_metrics(out);
+  REQUIRE(metrics.size() == 30);
+  for (const char* key : {"step", "loss", "lr", "grad_norm", "tokens", "step_ms", "tokens_per_s", "mfu",
+                          "peak_mem_bytes"}) {
+    CHECK(metrics[0].contains(key));
+  }
+  CHECK(metrics[0].at("tokens").get<int64_t>() == 8 * 64);
+  CHECK(metrics[0].at("peak_mem_bytes").get<int64_t>() > 0);
+  CHECK(metrics.back().at("loss").get<double>() < metrics.front().at("loss").get<double>() - 1.0);
+  const std::string lock = read_file(out / "config.lock.toml");
+  CHECK_THAT(lock, Contains("[lock]") && Contains("flops_per_token = ") && Contains("peak_flops = 1e+12") &&
+                       Contains("warmup_steps = 5") && Contains("steps = 30"));
+}
+
+TEST_CASE("a run is deterministic and its lock file reproduces it", "[cli]") {
+  TempDir dir;
+  const auto a = dir / "a", b = dir / "b", c = dir / "c";
+  REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", a.string()}).exit_code == 0);
+  REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", b.string()}).exit_code == 0);
+  ProcessResult again = run_plait({"run", (a / "config.lock.toml").string(), "--out", c.string()});
+  INFO(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK(losses(a) == losses(b));
+  CHECK(losses(a) == losses(c));
+}
+
+TEST_CASE("gradient accumulation normalises by token count: 2 x B=4 equals 1 x B=8", "[cli]") {
+  TempDir dir;
+  write_tokens(dir / "tokens.bin", 40000);
+  write_file(dir / "base.toml",
+             "[model]\nsize = \"tiny\"\n[data]\nsource = \"tokens\"\npath = \"tokens.bin\"\norder = \"sequential\"\n"
+             "seq_len = 32\n[train]\nsteps = 4\ndtype = \"float64\"\nlr = 1e-3\n[debug]\ndump_grads = true\n");
+  const auto whole = dir / "whole", accum = dir / "accum";
+  auto base = (dir / "base.toml").string();
+  REQUIRE(run_plait({"run", base, "--set", "data.micro_batch_size=8", "--out", whole.string()}).exit_code == 0);
+  REQUIRE(run_plait({"run", base, "--set", "data.micro_batch_size=4", "--set", "train.grad_accum=2", "--out",
+                     accum.string()})
+              .exit_code == 0);
+  const auto lw = losses(whole), la = losses(accum);
+  REQUIRE(lw.size() == 4);
+  for (std::size_t i = 0; i < lw.size(); ++i) CHECK(la[i] == Approx(lw[i]).epsilon(1e-10));
+  auto gw = load_safetensors((whole / "debug_grads.safetensors").string());
+  auto ga = load_safetensors((accum / "debug_grads.safetensors").string());
+  REQUIRE(gw.size() == ga.size());
+  for (std::size_t i = 0; i < gw.size(); ++i) {
+    INFO(gw[i].first);
+    CHECK(at::allclose(gw[i].second, ga[i].second, 1e-10, 1e-12));
+  }
+}
+
+TEST_CASE("save_init and save_final write reference-named safetensors", "[cli]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out", out.string(),
+                               "--set", "checkpoint.save_init=true", "--set", "checkpoint.save_final=true"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  auto init = load_safetensors((out / "init.safetensors").string());
+  auto final = load_safetensors((out / "final.safetensors").string());
+  REQUIRE(init.size() == final.size());
+  CHECK(init[0].first == "transformer.wte.weight");
+  CHECK_FALSE(at::equal(init[0].second, final[0].second));  // two steps moved the weights
+}
+
+TEST_CASE("llama, bf16, float64 and text data all train", "[cli]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", std::string(20000, 'a') + "the quick brown fox jumps over the lazy dog\n");
+  const std::vector<std::vector<std::string>> variants = {
+      {"--set", "model.family=llama"},
+      {"--set", "train.dtype=bfloat16"},
+      {"--set", "train.dtype=float64", "--set", "model.family=llama"},
+      {"--set", "data.source=text", "--set", concat("data.path=", (dir / "corpus.txt").string())},
+  };
+  int i = 0;
+  for (const auto& v : variants) {
+    std::vector<std::string> args = {"run", source_path("configs/quickstart.toml"), "--steps", "3", "--out",
+                                     (dir / ("run" + std::to_string(i++))).string()};
+    args.insert(args.end(), v.begin(), v.end());
+    ProcessResult r = run_plait(args);
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.output, Contains("step 3/3"));
+  }
+}

@@ -1,0 +1,180 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "data/make_sampler.hpp"
+#include "data/sampler.hpp"
+#include "data/token_source.hpp"
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+template <class T>
+fs::path write_tokens(const fs::path& path, const std::vector<T>& tokens, const std::vector<int32_t>& header = {}) {
+  std::ofstream out(path, std::ios::binary);
+  if (!header.empty()) {
+    std::vector<int32_t> h(256, 0);
+    std::copy(header.begin(), header.end(), h.begin());
+    out.write(reinterpret_cast<const char*>(h.data()), 1024);
+  }
+  out.write(reinterpret_cast<const char*>(tokens.data()), static_cast<std::streamsize>(tokens.size() * sizeof(T)));
+  return path;
+}
+
+std::vector<uint16_t> iota_tokens(int n, int mod = 1000) {
+  std::vector<uint16_t> t(n);
+  for (int i = 0; i < n; ++i) t[i] = static_cast<uint16_t>(i % mod);
+  return t;
+}
+
+SamplerSpec spec(const std::string& order, int64_t B, int64_t T, int64_t dp = 1, int64_t rank = 0) {
+  SamplerSpec s;
+  s.order = order;
+  s.rows = B;
+  s.seq_len = T;
+  s.dp_size = dp;
+  s.dp_rank = rank;
+  s.seed = 42;
+  s.vocab_size = 1000;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a text file is read as one token per byte", "[data]") {
+  TempDir dir;
+  auto f = TokenFile::open_text(write_file(dir / "t.txt", "hello").string());
+  REQUIRE(f->size() == 5);
+  CHECK(f->at(0) == 'h');
+  CHECK(f->at(4) == 'o');
+}
+
+TEST_CASE("token files: raw uint16 and llm.c's header are told apart by the magic number", "[data]") {
+  TempDir dir;
+  auto raw = TokenFile::open_tokens(write_tokens(dir / "raw.bin", iota_tokens(10)).string());
+  CHECK(raw->size() == 10);
+  CHECK(std::string(raw->format()) == "raw uint16");
+  CHECK(raw->at(9) == 9);
+  auto v1 = TokenFile::open_tokens(write_tokens(dir / "v1.bin", iota_tokens(300), {20240520, 1, 300}).string());
+  CHECK(v1->size() == 300);
+  CHECK(v1->at(0) == 0);  // the header is not read as tokens
+  CHECK(v1->at(299) == 299);
+  auto v2 = TokenFile::open_tokens(
+      write_tokens(dir / "v2.bin", std::vector<uint32_t>{70000, 5, 6}, {20240520, 2, 3}).string());
+  CHECK(v2->at(0) == 70000);
+  CHECK_THROWS_WITH(TokenFile::open_tokens(write_tokens(dir / "short.bin", iota_tokens(3), {20240520, 1, 9}).string()),
+                    Contains("header says 9 tokens but the file holds 3"));
+  CHECK_THROWS_WITH(TokenFile::open_tokens(write_file(dir / "odd.bin", "abc").string()),
+                    Contains("odd number of bytes"));
+  CHECK_THROWS_WITH(TokenFile::open_tokens((dir / "missing.bin").string()), Contains("cannot open"));
+}
+
+TEST_CASE("sequential order is llm.c's loader: batch k reads B*T+1 tokens from k*B*T", "[data]") {
+  TempDir dir;
+  auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(100)).string());
+  BatchSampler s(spec("sequential", 2, 4), file, nullptr);
+  Batch b0 = s.next();
+  // inputs = tokens[0:8] as [2, 4], targets = tokens[1:9]
+  CHECK(at::equal(b0.inputs, at::arange(8, at::kLong).view({2, 4})));
+  CHECK(at::equal(b0.targets, at::arange(1, 9, at::kLong).view({2, 4})));
+  Batch b1 = s.next();
+  CHECK(b1.inputs.index({0, 0}).item<int64_t>() == 8);
+  for (int k = 2; k < 12; ++k) s.next();
+  Batch b12 = s.next();  // starts at 96: 96..99 then wraps to 0..
+  CHECK(b12.inputs.index({0, 0}).item<int64_t>() == 96);
+  CHECK(b12.targets.index({0, 3}).item<int64_t>() == 0);
+  CHECK(b12.inputs.index({1, 0}).item<int64_t>() == 0);
+}
+
+TEST_CASE("every order splits a global batch by data-parallel rank exactly as one process sees it", "[data]") {
+  TempDir dir;
+  auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(5000, 997)).string());
+  auto language = std::make_shared<SyntheticLanguage>(1000, 42);
+  for (const std::string order : {"sequential", "random", "synthetic"}) {
+    INFO(order);
+    auto make = [&](int64_t B, int64_t dp, int64_t rank) {
+      const bool synthetic = order == "synthetic";
+      return BatchSampler(spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
+                          synthetic ? language : nullptr);
+    };
+    BatchSampler whole = make(6, 1, 0);
+    BatchSampler r0 = make(2, 3, 0), r1 = make(2, 3, 1), r2 = make(2, 3, 2);
+    for (int k = 0; k < 3; ++k) {
+      Batch w = whole.next();
+      at::Tensor parts = at::cat({r0.next().inputs, r1.next().inputs, r2.next().inputs});
+      CHECK(at::equal(w.inputs, parts));
+    }
+  }
+}
+
+TEST_CASE("random and synthetic batches are reproducible and differ by seed", "[data]") {
+  TempDir dir;
+  auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(5000, 997)).string());
+  BatchSampler a(spec("random", 4, 16), file, nullptr), b(spec("random", 4, 16), file, nullptr);
+  CHECK(at::equal(a.next().inputs, b.next().inputs));
+  auto other = spec("random", 4, 16);
+  other.seed = 43;
+  BatchSampler c(other, file, nullptr);
+  a.next();
+  CHECK_FALSE(at::equal(a.next().inputs, c.next().inputs));
+  // Windows are contiguous runs of the file: targets are inputs shifted by one.
+  Batch x = b.next();
+  CHECK(at::equal(x.inputs.narrow(1, 1, 15), x.targets.narrow(1, 0, 15)));
+}
+
+TEST_CASE("the synthetic language is learnable: each token has four successors", "[data]") {
+  SyntheticLanguage lang(256, 1);
+  std::vector<int64_t> seq(5000);
+  lang.sequence(0, 0, 5000, seq.data());
+  std::map<int64_t, std::set<int64_t>> next;
+  for (std::size_t i = 0; i + 1 < seq.size(); ++i) next[seq[i]].insert(seq[i + 1]);
+  for (const auto& [token, successors] : next) CHECK(successors.size() <= 4);
+  CHECK(SyntheticLanguage::entropy_nats() == Approx(1.2080).epsilon(1e-3));
+}
+
+TEST_CASE("sampler state saves and restores the position", "[data]") {
+  TempDir dir;
+  auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(5000, 997)).string());
+  BatchSampler a(spec("random", 2, 8), file, nullptr);
+  a.next();
+  a.next();
+  const std::string state = a.state();
+  Batch expected = a.next();
+  BatchSampler b(spec("random", 2, 8), file, nullptr);
+  b.restore(state);
+  CHECK(b.position() == 2);
+  CHECK(at::equal(b.next().inputs, expected.inputs));
+  BatchSampler c(spec("sequential", 2, 8), file, nullptr);
+  CHECK_THROWS_WITH(c.restore(state), Contains("sampler state is for order 'random'"));
+}
+
+TEST_CASE("data that does not fit the model or the batch is refused", "[data]") {
+  TempDir dir;
+  auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(50)).string());
+  CHECK_THROWS_WITH(BatchSampler(spec("sequential", 4, 16), file, nullptr),
+                    Contains("holds 50 tokens; one sequential global batch needs 65"));
+  auto small_vocab = spec("sequential", 1, 8);
+  small_vocab.vocab_size = 5;
+  BatchSampler s(small_vocab, file, nullptr);
+  CHECK_THROWS_WITH(s.next(), Contains("token 5 at position 5") && Contains("vocab_size 5"));
+}
+
+TEST_CASE("[data] settings are checked against the model", "[data]") {
+  ModelSpec model{"gpt2", "tiny", 2, 4, 4, 64, 256, 128, 64, 10000.0, 1e-5};
+  Options text("data", {{"source", std::string("text")}, {"order", std::string("random")},
+                        {"micro_batch_size", int64_t{2}}, {"path", std::string("/nonexistent")}});
+  CHECK_THROWS_WITH(make_sampler(text, model, 1, 1, 0), Contains("text data has 256 byte tokens"));
+  Options no_path("data", {{"source", std::string("tokens")}, {"order", std::string("random")},
+                           {"micro_batch_size", int64_t{2}}});
+  CHECK_THROWS_WITH(make_sampler(no_path, model, 1, 1, 0), Contains("needs data.path"));
+  Options too_long("data", {{"source", std::string("synthetic")}, {"order", std::string("random")},
+                            {"micro_batch_size", int64_t{2}}, {"seq_len", int64_t{65}}});
+  CHECK_THROWS_WITH(resolve_seq_len(too_long, model), Contains("seq_len 65 is longer than the model's block_size 64"));
+}

@@ -1,0 +1,107 @@
+#include <catch2/catch.hpp>
+
+#include <torch/headeronly/version.h>
+
+#include "model/dense_layers.hpp"
+#include "model/model_zoo.hpp"
+#include "plait/sdk/data_parallel.hpp"
+#include "plait/sdk/error.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "runtime/torch_info.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(PLAIT_FIXTURE_DIR) + "/" + name; }
+
+PluginRegistry discover(const std::vector<std::string>& dirs) {
+  std::vector<SearchDir> search;
+  for (const auto& d : dirs) search.push_back({d, "test"});
+  return PluginRegistry::discover(search, host_abi());
+}
+
+std::string only_refusal(const PluginRegistry& r) {
+  REQUIRE(r.refusals().size() == 1);
+  return r.refusals()[0].reason;
+}
+
+}  // namespace
+
+TEST_CASE("the built-in folder holds the single-process strategy", "[plugins]") {
+  PluginRegistry r = discover({builtin_plugin_dir()});
+  const PluginRecord* none = r.find("none");
+  REQUIRE(none != nullptr);
+  CHECK(none->kind == "data");
+  CHECK(none->has_capability("grad_accum"));
+  CHECK(none->torch_version == TORCH_VERSION);
+  CHECK(r.refusals().empty());
+}
+
+TEST_CASE("a library built for another API version is refused naming both versions", "[plugins]") {
+  const std::string reason = only_refusal(discover({fixture("wrong_api")}));
+  CHECK_THAT(reason, Contains("libplait_plugin_fixture_wrong_api.so") && Contains("plugin API version 999") &&
+                         Contains(concat("this plait uses version ", PLAIT_API_VERSION)));
+}
+
+TEST_CASE("a library built against another LibTorch or C++ ABI is refused", "[plugins]") {
+  CHECK_THAT(only_refusal(discover({fixture("wrong_torch")})),
+             Contains("built against LibTorch 1.0.0") && Contains(concat("runs LibTorch ", TORCH_VERSION)));
+  CHECK_THAT(only_refusal(discover({fixture("wrong_abi")})), Contains("_GLIBCXX_USE_CXX11_ABI=0"));
+}
+
+TEST_CASE("a library without the entry point is refused", "[plugins]") {
+  CHECK_THAT(only_refusal(discover({fixture("no_entry")})),
+             Contains("libplait_plugin_no_entry.so") && Contains("has no entry point plait_plugin_info()"));
+}
+
+TEST_CASE("two plugins with the same name are refused naming both files", "[plugins]") {
+  PluginRegistry r = discover({builtin_plugin_dir(), fixture("duplicate")});
+  CHECK_THAT(only_refusal(r), Contains("libplait_plugin_fixture_duplicate.so") && Contains("declares the name 'none'") &&
+                                  Contains("libplait_plugin_none.so"));
+  REQUIRE_THROWS_WITH(r.throw_if_refused(), Contains("two plugins cannot share a name"));
+}
+
+TEST_CASE("the same folder twice on the path is not a duplicate", "[plugins]") {
+  PluginRegistry r = discover({builtin_plugin_dir(), builtin_plugin_dir()});
+  CHECK(r.refusals().empty());
+  CHECK(r.plugins().size() == 1);
+}
+
+TEST_CASE("a plugin whose probe says 'not here' is listed but cannot be chosen", "[plugins]") {
+  PluginRegistry r = discover({fixture("unavailable")});
+  REQUIRE(r.refusals().empty());
+  const PluginRecord* p = r.find("fixture-unavailable");
+  REQUIRE(p != nullptr);
+  CHECK_FALSE(p->available);
+  CHECK_THAT(p->unavailable_reason, Contains("no accelerator"));
+  REQUIRE_THROWS_WITH(r.require("fixture-unavailable", "data", "here"), Contains("cannot run here"));
+}
+
+TEST_CASE("require() names the wrong kind and lists what was found", "[plugins]") {
+  PluginRegistry r = discover({builtin_plugin_dir(), fixture("good")});
+  REQUIRE_THROWS_WITH(r.require("none", "comm", "cfg:1:1"), Contains("'none' is a data plugin, not a comm plugin"));
+  REQUIRE_THROWS_WITH(r.require("fixture-goo", "data", "cfg:1:1"),
+                      Contains("cfg:1:1: unknown data plugin 'fixture-goo'") && Contains("did you mean 'fixture-good'") &&
+                          Contains("data plugins found: none, fixture-good"));
+}
+
+TEST_CASE("a plugin object keeps its library loaded after the registry is gone", "[plugins]") {
+  std::shared_ptr<DataParallel> dp;
+  {
+    PluginRegistry r = discover({fixture("good")});
+    dp = std::static_pointer_cast<DataParallel>(r.create(*r.find("fixture-good")));
+  }
+  // The registry (and its handle on the library) is gone; calling into the plugin must still work.
+  ModelSpec spec{"gpt2", "tiny", 1, 2, 2, 16, 64, 32, 8, 10000.0, 1e-5};
+  auto factory = make_dense_layer_factory();
+  StageModel model = build_model(spec, *factory, {1, at::TensorOptions().dtype(at::kFloat)});
+  dp->setup({nullptr, &model, {}, nullptr});
+  at::Tensor ids = at::randint(0, 32, {2, 8}, at::TensorOptions().dtype(at::kLong));
+  model.forward(ids).sum().backward();
+  CHECK(dp->step({1, 1e-3, 0.0}).grad_norm > 0.0);
+  dp.reset();  // destroy runs inside the library, which unloads after it
+}
