@@ -27,8 +27,8 @@ ConfigValue to_value(const toml::node& node, const std::string& where) {
       return ConfigValue::of(std::move(items));
     }
     case toml::node_type::table:
-      throw Error(where + ": nested tables are not part of any plait schema",
-                  "config tables are one level deep: [table] then key = value");
+      throw Error(where + ": nested tables are not part of any plait schema: tables are one level deep",
+                  "write [table] then key = value");
     default:
       throw Error(where + ": dates and times are not accepted in plait configs",
                   "write the value as a string or a number");

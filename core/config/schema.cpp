@@ -55,10 +55,11 @@ struct Converter {
                 hint.empty() ? spec.doc : hint);
   }
 
-  [[noreturn]] void wrong_type(const ConfigValue& v) const {
-    fail(concat("expected ", expected_name(spec.type), ", got ", ConfigValue::type_name(v.type), " ",
-                v.to_toml()),
-         concat(spec.key, ": ", spec.doc));
+  [[noreturn]] void wrong_type(const std::string& type, const ConfigValue& v) const {
+    const bool element = type != spec.type;
+    fail(concat("expected ", expected_name(type), element ? " in the array" : "", ", got ",
+                ConfigValue::type_name(v.type), " ", v.to_toml()),
+         concat(spec.key, " (", spec.type, "): ", spec.doc));
   }
 
   void check_bounds(double x, const ConfigValue& v) const {
@@ -70,21 +71,21 @@ struct Converter {
   OptionValue scalar(const std::string& type, ConfigValue& v) const {
     using T = ConfigValue::Type;
     if (type == "bool") {
-      if (v.type != T::boolean) wrong_type(v);
+      if (v.type != T::boolean) wrong_type(type, v);
       return v.boolean;
     }
     if (type == "int") {
-      if (v.type != T::integer) wrong_type(v);
+      if (v.type != T::integer) wrong_type(type, v);
       check_bounds(static_cast<double>(v.integer), v);
       return v.integer;
     }
     if (type == "float") {
       if (v.type == T::integer) v = ConfigValue::of(static_cast<double>(v.integer));
-      if (v.type != T::floating) wrong_type(v);
+      if (v.type != T::floating) wrong_type(type, v);
       check_bounds(v.floating, v);
       return v.floating;
     }
-    if (v.type != T::string) wrong_type(v);
+    if (v.type != T::string) wrong_type(type, v);
     if (type == "path") {
       v.string = resolve_path(v.string, source);
       return v.string;
@@ -107,7 +108,7 @@ struct Converter {
 
   OptionValue convert(ConfigValue& v) const {
     if (spec.type.size() < 2 || spec.type.substr(spec.type.size() - 2) != "[]") return scalar(spec.type, v);
-    if (v.type != ConfigValue::Type::array) wrong_type(v);
+    if (v.type != ConfigValue::Type::array) wrong_type(spec.type, v);
     const std::string element = spec.type.substr(0, spec.type.size() - 2);
     if (element == "int") {
       std::vector<int64_t> out;

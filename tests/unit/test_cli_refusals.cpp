@@ -110,11 +110,13 @@ TEST_CASE("refused: a run folder that already holds files", "[cli]") {
   CHECK_FALSE(fs::exists(dir / "out/config.lock.toml"));
 }
 
-TEST_CASE("refused: a mesh this build cannot run, and dimensions that do not fit", "[cli]") {
+TEST_CASE("refused: a combination the data plugin lacks, and dimensions that do not fit", "[cli]") {
   TempDir dir;
-  auto r = refuse(dir, "[parallel]\ndp = 2\n");
+  auto r = refuse(dir, "[parallel]\ndata = \"fixture-good\"\n[train]\ngrad_accum = 4\n",
+                  {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}});
   check_refused(r);
-  CHECK_THAT(r.result.output, Contains("lacks the capability 'multi_rank'"));
+  CHECK_THAT(r.result.output, Contains("run.toml:2:1: data plugin 'fixture-good' cannot be combined with "
+                                       "train.grad_accum = 4: it lacks the capability 'grad_accum'"));
   auto r2 = refuse(dir, "[model]\nn_embd = 66\n");
   check_refused(r2);
   CHECK_THAT(r2.result.output, Contains("n_embd 66 is not a multiple of n_head 4"));

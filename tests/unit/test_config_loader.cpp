@@ -74,7 +74,7 @@ TEST_CASE("nested tables deeper than one level are refused", "[config]") {
   REQUIRE_THROWS_WITH(load_config(file.string(), {}), Contains("deep.toml:1:") && Contains("one level deep"));
 }
 
-TEST_CASE("--set overrides read TOML values, and bare words as strings", "[config]") {
+TEST_CASE("overrides given with --set read TOML values, and bare words as strings", "[config]") {
   TempDir dir;
   auto file = write_file(dir / "a.toml", "[train]\nlr = 0.5\n");
   LoadedConfig c = load_config(file.string(), {"train.lr=1e-3", "model.size=124m", "train.steps=12",

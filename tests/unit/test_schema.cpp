@@ -89,7 +89,7 @@ TEST_CASE("a wrong type says what was expected and what was found", "[config]") 
                                               {"ids", ConfigValue::of(std::vector<ConfigValue>{
                                                           ConfigValue::of(int64_t{1}), ConfigValue::of(true)})}}),
                                     kTableSource),
-                      Contains("expected an integer, got boolean true"));
+                      Contains("expected an integer in the array, got boolean true"));
 }
 
 TEST_CASE("choices and bounds are enforced", "[config]") {
