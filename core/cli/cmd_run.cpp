@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 
@@ -77,8 +78,10 @@ int run(const RunArgs& args) {
     flush_logs();
     throw;
   }
-  core_log().info(concat("done: loss ", summary.losses.front(), " -> ", summary.losses.back(), " over ",
-                         summary.losses.size(), " steps in ", summary.seconds, " s; run folder ", folder));
+  char line[160];
+  std::snprintf(line, sizeof(line), "done: loss %.4f -> %.4f over %zu steps in %.1f s", summary.losses.front(),
+                summary.losses.back(), summary.losses.size(), summary.seconds);
+  core_log().info(line, "; run folder ", folder);
   flush_logs();
   return 0;
 }

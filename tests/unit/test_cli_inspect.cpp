@@ -57,3 +57,15 @@ TEST_CASE("models lists every family and size with its parameter count", "[cli]"
   CHECK_THAT(r.output, Contains("gpt2   124m") && Contains("124475904") && Contains("Llama-2-7B") &&
                            Contains("6738415616") && Contains("llama  70b"));
 }
+
+TEST_CASE("every shipped config validates", "[cli]") {
+  int checked = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(source_path("configs"))) {
+    if (entry.path().extension() != ".toml") continue;
+    ProcessResult r = run_plait({"config", "validate", entry.path().string()});
+    INFO(entry.path().string() << "\n" << r.output);
+    CHECK(r.exit_code == 0);
+    ++checked;
+  }
+  CHECK(checked >= 3);
+}
