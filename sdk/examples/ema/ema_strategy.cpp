@@ -16,68 +16,48 @@ class EmaStrategy final : public plait::DataParallel {
     PLAIT_CHECK(setup.dp_group == nullptr || setup.dp_group->size() == 1, "example-ema runs on one rank",
                 "use it with [parallel] dp = 1");
     context_ = setup.context;
-    adamw_ = setup.adamw;
     decay_ = context_->options->get<double>("decay");
     export_ema_ = context_->options->get<bool>("export_ema");
-    params_ = setup.model->parameters();
-    for (const auto& p : params_) {
-      state_.push_back(plait::adamw_state_like(p.tensor));
-      ema_.push_back(p.tensor.detach().clone());
-    }
-    context_->log->info("example-ema: averaging ", params_.size(), " parameters with decay ", decay_);
+    optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
+    for (const auto& p : optimizer_.params()) ema_.push_back(p.tensor.detach().clone());
+    context_->log->info("example-ema: averaging ", ema_.size(), " parameters with decay ", decay_);
   }
 
   plait::StepResult step(const plait::StepArgs& args) override {
+    const double norm = std::sqrt(optimizer_.squared_grad_norm());
+    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip));
     at::NoGradGuard no_grad;
-    double sum_sq = 0.0;
-    for (const auto& p : params_) sum_sq += plait::squared_norm(p.tensor.grad());
-    const double norm = std::sqrt(sum_sq);
-    const double coef = plait::clip_coefficient(norm, args.grad_clip);
     double distance_sq = 0.0;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      at::Tensor grad = params_[i].tensor.grad();
-      if (coef < 1.0) grad.mul_(coef);
-      plait::adamw_update(params_[i].tensor, grad, state_[i], args.step, args.lr, adamw_, params_[i].decay);
-      params_[i].tensor.mutable_grad() = at::Tensor();
-      ema_[i].lerp_(params_[i].tensor, 1.0 - decay_);
-      distance_sq += plait::squared_norm(ema_[i] - params_[i].tensor);
+    for (std::size_t i = 0; i < ema_.size(); ++i) {
+      const at::Tensor& weights = optimizer_.params()[i].tensor;
+      ema_[i].lerp_(weights, 1.0 - decay_);
+      distance_sq += plait::squared_norm(ema_[i] - weights);
     }
     context_->metrics->gauge("ema_distance", std::sqrt(distance_sq));
     return {norm};
   }
 
-  plait::NamedTensors full_gradients() override {
-    plait::NamedTensors out;
-    for (const auto& p : params_) out.emplace_back(p.name, p.tensor.grad().detach().clone());
-    return out;
-  }
+  plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
 
   plait::NamedTensors full_parameters() override {
+    if (!export_ema_) return optimizer_.named_params();
     plait::NamedTensors out;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      out.emplace_back(params_[i].name, export_ema_ ? ema_[i] : params_[i].tensor.detach());
-    }
+    for (std::size_t i = 0; i < ema_.size(); ++i) out.emplace_back(optimizer_.params()[i].name, ema_[i]);
     return out;
   }
 
   plait::StateBytes state_bytes() const override {
     plait::StateBytes bytes;
-    for (const auto& p : params_) {
-      const auto n = static_cast<int64_t>(p.tensor.nbytes());
-      bytes.params += n;
-      bytes.grads += n;
-      bytes.optimizer += 3 * n;  // two AdamW moments and the average
-    }
+    bytes.params = bytes.grads = optimizer_.param_bytes();
+    bytes.optimizer = optimizer_.state_bytes() + optimizer_.param_bytes();  // AdamW moments and the average
     return bytes;
   }
 
  private:
   plait::PluginContext* context_ = nullptr;
-  plait::AdamWConfig adamw_;
   double decay_ = 0.99;
   bool export_ema_ = true;
-  std::vector<plait::ParamRef> params_;
-  std::vector<plait::AdamWState> state_;
+  plait::WholeParamsAdamW optimizer_;
   std::vector<at::Tensor> ema_;
 };
 

@@ -6,8 +6,13 @@
 // torch.nn.utils.clip_grad_norm_.
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
+
+#include "plait/sdk/model.hpp"
 
 namespace plait {
 
@@ -54,5 +59,71 @@ inline double squared_norm(const at::Tensor& t) {
   const double n = at::linalg_vector_norm(t, 2).item<double>();
   return n * n;
 }
+
+// AdamW over whole (unsharded) parameters, the state the single-process strategy and
+// replicated data parallel keep: one moment pair per parameter, updated in place.
+class WholeParamsAdamW {
+ public:
+  WholeParamsAdamW() = default;
+  WholeParamsAdamW(std::vector<ParamRef> params, const AdamWConfig& config) : params_(std::move(params)), config_(config) {
+    for (const auto& p : params_) state_.push_back(adamw_state_like(p.tensor));
+  }
+
+  const std::vector<ParamRef>& params() const { return params_; }
+
+  // Sum over parameters of the squared L2 norm of their gradients (this rank's part of
+  // the global norm).
+  double squared_grad_norm() const {
+    double sum = 0.0;
+    for (const auto& p : params_) {
+      if (p.tensor.grad().defined()) sum += squared_norm(p.tensor.grad());
+    }
+    return sum;
+  }
+
+  // Scales gradients by clip_coef (when below 1), updates every parameter that has a
+  // gradient, then releases the gradients as zero_grad(set_to_none=True) does.
+  void update(int64_t step, double lr, double clip_coef) {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      at::Tensor& param = params_[i].tensor;
+      if (!param.grad().defined()) continue;
+      at::Tensor grad = param.grad();
+      if (clip_coef < 1.0) grad.mul_(clip_coef);
+      adamw_update(param, grad, state_[i], step, lr, config_, params_[i].decay);
+      param.mutable_grad() = at::Tensor();
+    }
+  }
+
+  std::vector<std::pair<std::string, at::Tensor>> named_grads() const {
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    for (const auto& p : params_) {
+      out.emplace_back(p.name, p.tensor.grad().defined() ? p.tensor.grad().detach().clone() : at::zeros_like(p.tensor));
+    }
+    return out;
+  }
+
+  std::vector<std::pair<std::string, at::Tensor>> named_params() const {
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    for (const auto& p : params_) out.emplace_back(p.name, p.tensor.detach());
+    return out;
+  }
+
+  int64_t param_bytes() const {
+    int64_t n = 0;
+    for (const auto& p : params_) n += static_cast<int64_t>(p.tensor.nbytes());
+    return n;
+  }
+  int64_t state_bytes() const {
+    int64_t n = 0;
+    for (const auto& s : state_) n += static_cast<int64_t>(s.exp_avg.nbytes() + s.exp_avg_sq.nbytes());
+    return n;
+  }
+
+ private:
+  std::vector<ParamRef> params_;
+  AdamWConfig config_;
+  std::vector<AdamWState> state_;
+};
 
 }  // namespace plait

@@ -1,0 +1,59 @@
+#include "support/test_support.hpp"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace plait::test {
+
+TempDir::TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "plait-test-XXXXXX").string();
+  path_ = ::mkdtemp(pattern.data());
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+fs::path write_file(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+static std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  std::string cmd;
+  for (const auto& [k, v] : env) cmd += k + "=" + shell_quote(v) + " ";
+  cmd += shell_quote(PLAIT_BIN);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " 2>&1";
+  ProcessResult result;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) result.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string source_path(const std::string& relative) { return std::string(PLAIT_SOURCE_DIR) + "/" + relative; }
+
+}  // namespace plait::test
