@@ -18,9 +18,7 @@ class SingleProcess final : public plait::DataParallel {
   }
 
   plait::StepResult step(const plait::StepArgs& args) override {
-    const double norm = std::sqrt(optimizer_.squared_grad_norm());
-    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip));
-    return {norm};
+    return {optimizer_.clip_and_update(args.step, args.lr, args.grad_clip)};
   }
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }

@@ -24,8 +24,7 @@ class EmaStrategy final : public plait::DataParallel {
   }
 
   plait::StepResult step(const plait::StepArgs& args) override {
-    const double norm = std::sqrt(optimizer_.squared_grad_norm());
-    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip));
+    const double norm = optimizer_.clip_and_update(args.step, args.lr, args.grad_clip);
     at::NoGradGuard no_grad;
     double distance_sq = 0.0;
     for (std::size_t i = 0; i < ema_.size(); ++i) {

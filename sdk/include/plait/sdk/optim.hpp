@@ -95,6 +95,14 @@ class WholeParamsAdamW {
     }
   }
 
+  // One optimizer step when every gradient here is whole and final (single process, or
+  // replicated after the all-reduce): clip by the global norm, update; returns the norm.
+  double clip_and_update(int64_t step, double lr, double max_norm) {
+    const double norm = std::sqrt(squared_grad_norm());
+    update(step, lr, clip_coefficient(norm, max_norm));
+    return norm;
+  }
+
   std::vector<std::pair<std::string, at::Tensor>> named_grads() const {
     std::vector<std::pair<std::string, at::Tensor>> out;
     for (const auto& p : params_) {
