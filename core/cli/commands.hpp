@@ -13,6 +13,12 @@ struct RunArgs {
   std::optional<long long> steps;
   std::string out;
   bool verbose = false;
+  // Launch (cluster) flags; absent: one node with as many ranks as the mesh needs.
+  std::optional<int> nnodes;
+  std::optional<int> node_rank;
+  std::optional<int> nproc_per_node;
+  std::optional<std::string> master_addr;
+  std::optional<int> master_port;
 };
 int run(const RunArgs& args);
 
@@ -30,6 +36,12 @@ struct ConfigArgs {
   bool provenance = false;
 };
 int config_show(const ConfigArgs& args);
+
+struct CheckArgs {
+  RunArgs run;                      // the candidate run as `plait run` would take it
+  std::optional<double> tolerance;  // default: 1e-10 for float64, 1e-5 for float32
+};
+int check(const CheckArgs& args);
 int config_validate(const ConfigArgs& args);
 
 }  // namespace plait::cli

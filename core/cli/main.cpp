@@ -19,6 +19,26 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--steps", run_args.steps, "Optimizer steps (overrides train.steps)");
   run_cmd->add_option("--out", run_args.out, "Run folder (default runs/<config>-<time>); must not exist or be empty");
   run_cmd->add_flag("-v,--verbose", run_args.verbose, "Debug logging");
+  run_cmd->add_option("--nnodes", run_args.nnodes, "Machines in the job (default 1)")->check(CLI::PositiveNumber);
+  run_cmd->add_option("--node-rank", run_args.node_rank, "This machine's index, 0 .. nnodes-1")
+      ->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--nproc-per-node", run_args.nproc_per_node, "Ranks on each machine (default: the mesh's)")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--master-addr", run_args.master_addr, "Address of node 0, which hosts the rendezvous store");
+  run_cmd->add_option("--master-port", run_args.master_port, "Port of the rendezvous store on node 0")
+      ->check(CLI::Range(1, 65535));
+
+  CheckArgs check_args;
+  auto* check_cmd = app.add_subcommand(
+      "check", "Equivalence check: run a config and its single-process reference, compare losses and gradients");
+  check_cmd->add_option("config", check_args.run.config, "Config file (TOML) with the strategy to judge")->required();
+  check_cmd->add_option("--set", check_args.run.sets, "Override a value: table.key=value (repeatable)")
+      ->allow_extra_args(false);
+  check_cmd->add_option("--steps", check_args.run.steps, "Optimizer steps (overrides train.steps)");
+  check_cmd->add_option("--out", check_args.run.out, "Folder for both runs and the report");
+  check_cmd->add_option("--tolerance", check_args.tolerance,
+                        "Largest relative difference allowed (default 1e-10 in float64, 1e-5 in float32)");
+  check_cmd->add_option("--nproc-per-node", check_args.run.nproc_per_node, "Ranks of the candidate run");
 
   PluginsArgs plugins_args;
   auto* plugins_cmd = app.add_subcommand("plugins", "List the plugins found, and any refused");
@@ -46,6 +66,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*run_cmd) return run(run_args);
+    if (*check_cmd) return check(check_args);
     if (*plugins_cmd) return plugins(plugins_args);
     if (*models_cmd) return models();
     if (*show_cmd) return config_show(config_args);

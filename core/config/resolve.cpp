@@ -6,6 +6,7 @@
 #include "schema_checkpoint.hpp"
 #include "schema_data.hpp"
 #include "schema_debug.hpp"
+#include "schema_distributed.hpp"
 #include "schema_lock.hpp"
 #include "schema_model.hpp"
 #include "schema_parallel.hpp"
@@ -20,6 +21,7 @@ const std::vector<TableSchema>& core_schemas() {
     std::vector<std::pair<const char*, const char*>> texts = {
         {"model", schema_model_toml},         {"data", schema_data_toml},
         {"train", schema_train_toml},         {"parallel", schema_parallel_toml},
+        {"distributed", schema_distributed_toml},
         {"checkpoint", schema_checkpoint_toml}, {"plugins", schema_plugins_toml},
         {"debug", schema_debug_toml},         {"lock", schema_lock_toml}};
     std::vector<TableSchema> out;
@@ -95,11 +97,12 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
 
   // Which plugins play which role.
   const Options& parallel = out.table("parallel");
-  const int64_t world = parallel.get<int64_t>("dp") * parallel.get<int64_t>("pp") * parallel.get<int64_t>("tp");
+  const bool one_process = parallel.get<int64_t>("dp") == 1 && parallel.get<int64_t>("pp") == 1 &&
+                           parallel.get<int64_t>("tp") == 1;
   for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
     const std::string name = parallel.get<std::string>(role);
     if (role != "data" && name == "none") continue;
-    if (role == "comm" && world == 1) continue;  // one process: nothing to communicate
+    if (role == "comm" && one_process) continue;  // nothing to communicate
     const ConfigEntry* entry = tree.find("parallel", role);
     Source source = entry ? entry->source : Source::from_default();
     registry.require(name, role, concat(source.describe(), ": [parallel].", role));

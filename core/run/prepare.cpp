@@ -11,7 +11,7 @@ PluginRegistry discover_plugins(const std::vector<SearchDir>& extra) {
   return PluginRegistry::discover(default_search_dirs(extra), host_abi());
 }
 
-PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides) {
+PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world) {
   PreparedRun run;
   run.loaded = load_config(config_path, overrides);
   run.registry = std::make_unique<PluginRegistry>(discover_plugins(config_plugin_dirs(run.loaded.tree)));
@@ -22,10 +22,13 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   resolve_seq_len(run.config->table("data"), run.model);
 
   const Options& parallel = run.config->table("parallel");
-  run.world_size = parallel.get<int64_t>("dp") * parallel.get<int64_t>("pp") * parallel.get<int64_t>("tp");
-  PLAIT_CHECK(run.world_size == 1,
-              concat("[parallel] dp x pp x tp = ", run.world_size, ", but this plait build runs one process"),
-              "set dp = pp = tp = 1; multi-process runs need the launcher of a later plait version");
+  run.mesh = resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),
+                          static_cast<int>(parallel.get<int64_t>("tp")), known_world);
+  run.world_size = run.mesh.world();
+  const Options& dist = run.config->table("distributed");
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };
+  run.dist = {ms(dist.get<double>("rendezvous_timeout_s")), ms(dist.get<double>("collective_timeout_s")),
+              ms(dist.get<double>("hang_warning_s"))};
   return run;
 }
 

@@ -7,6 +7,8 @@
 
 #include "config/config_loader.hpp"
 #include "config/resolve.hpp"
+#include "dist/mesh.hpp"
+#include "dist/world.hpp"
 #include "model/model_spec.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -17,10 +19,15 @@ struct PreparedRun {
   std::unique_ptr<PluginRegistry> registry;
   std::unique_ptr<ResolvedConfig> config;
   ModelSpec model;
+  MeshShape mesh;
   int64_t world_size = 1;
+  DistSettings dist;
 };
 
-PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides);
+// `known_world` is the number of processes when the command line or the environment
+// says it (0: not known, so the mesh degrees decide it).
+PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
+                        int known_world = 0);
 
 // The registry without a config (for `plait plugins`).
 PluginRegistry discover_plugins(const std::vector<SearchDir>& extra = {});

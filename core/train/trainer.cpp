@@ -1,7 +1,9 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -32,6 +34,32 @@ NamedTensorList model_weights(const StageModel& model) {
   return out;
 }
 
+// Sum over the data-parallel group (identity without one), in float64.
+double dp_sum(Communicator* dp, double value, const char* what, int64_t microbatch = -1) {
+  if (dp == nullptr) return value;
+  at::Tensor t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble));
+  AllReduceOptions o;
+  o.tag = {"core", what, "", microbatch};
+  dp->all_reduce(t, o)->wait();
+  return t.item<double>();
+}
+
+void add_comm_metrics(nlohmann::ordered_json& record, CommStats& stats) {
+  double bytes = 0.0, seconds = 0.0;
+  nlohmann::ordered_json per_op = nlohmann::json::object();
+  const CommStats::Drained drained = stats.drain();
+  for (const auto& [key, c] : drained.by_op) {
+    bytes += c.bus_bytes;
+    seconds += c.seconds;
+    per_op[key] = {{"calls", c.calls}, {"bytes", c.bus_bytes}, {"payload_bytes", c.payload_bytes},
+                   {"ms", c.seconds * 1e3}};
+  }
+  record["comm_bytes"] = bytes;
+  record["comm_ms"] = seconds * 1e3;
+  record["comm"] = per_op;
+  record["comm_bytes_by"] = drained.bus_bytes_by_caller;
+}
+
 // Sum of token losses; the caller divides by the step's token count.
 at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
   at::Tensor flat = logits.reshape({-1, logits.size(-1)});
@@ -52,19 +80,30 @@ RunSummary run_training(const RunPlan& plan) {
   namespace fs = std::filesystem;
   const fs::path out(plan.out_dir);
 
+  World& world = *plan.world;
+  const bool primary = world.rank() == 0;  // writes metrics, weights and debug dumps
+  Communicator* dp_group = world.group(Axis::dp);
   install_tracking_allocator();
-  if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) at::set_num_threads(static_cast<int>(threads));
+  if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) {
+    at::set_num_threads(static_cast<int>(threads));
+  } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks
+    at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size));
+  }
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   const auto seed = static_cast<uint64_t>(train.get<int64_t>("seed"));
   at::manual_seed(seed);
 
   // 1. The model, through the layer factory.
   const Precision precision = precision_from(train.get<std::string>("dtype"));
-  const c10::DeviceType device = train.get<std::string>("device") == "cuda" ? c10::kCUDA : c10::kCPU;
+  const at::Device device = train.get<std::string>("device") == "cuda"
+                                ? at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan.local_rank))
+                                : at::Device(c10::kCPU);
   const InitSpec init{seed, at::TensorOptions().dtype(precision.param_dtype).device(device)};
   auto factory = make_dense_layer_factory();
   StageModel model = build_model(plan.model, *factory, init);
-  if (checkpoint.get<bool>("save_init")) save_safetensors((out / "init.safetensors").string(), model_weights(model));
+  if (primary && checkpoint.get<bool>("save_init")) {
+    save_safetensors((out / "init.safetensors").string(), model_weights(model));
+  }
 
   // 2. Data parallel wraps the stage and owns the optimizer.
   const std::string dp_name = parallel.get<std::string>("data");
@@ -72,13 +111,15 @@ RunSummary run_training(const RunPlan& plan) {
   StepMetrics step_metrics;
   auto dp_log = make_logger("plugin." + dp_name);
   auto dp_metrics = step_metrics.for_plugin(dp_name);
-  PluginContext dp_context{dp_name, &cfg.table(dp_name), dp_log.get(), dp_metrics.get(), 0, 1};
+  PluginContext dp_context{dp_name, &cfg.table(dp_name), dp_log.get(), dp_metrics.get(), world.rank(), world.size()};
   AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
                     train.get<double>("weight_decay")};
-  dp->setup({&dp_context, &model, adamw, nullptr});
+  dp->setup({&dp_context, &model, adamw, dp_group});
+  world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 3. Data and schedule.
-  auto sampler = make_sampler(data, plan.model, seed, /*dp_size=*/1, /*dp_rank=*/0);
+  const Mesh& mesh = world.mesh();
+  auto sampler = make_sampler(data, plan.model, seed, mesh.shape().dp, mesh.coords().dp);
   const int64_t steps = train.get<int64_t>("steps");
   const int64_t accum = train.get<int64_t>("grad_accum");
   const int64_t seq_len = resolve_seq_len(data, plan.model);
@@ -87,11 +128,13 @@ RunSummary run_training(const RunPlan& plan) {
   const double flops_per_token = plait::flops_per_token(plan.model, seq_len);
   const double peak_flops = train.get<double>("peak_flops");
   const double grad_clip = train.get<double>("grad_clip");
-  MetricsWriter metrics((out / "metrics.jsonl").string());
+  std::unique_ptr<MetricsWriter> metrics;
+  if (primary) metrics = std::make_unique<MetricsWriter>((out / "metrics.jsonl").string());
 
   log.info("model ", plan.model.family, " ", plan.model.size, ": ", closed_form_params(plan.model),
            " parameters; data ", data.get<std::string>("source"), ", B=", data.get<int64_t>("micro_batch_size"),
-           " T=", seq_len, " grad_accum=", accum, "; strategy ", dp_name);
+           " T=", seq_len, " grad_accum=", accum, "; strategy ", dp_name, "; rank ", world.rank(), " of ",
+           world.size());
 
   RunSummary summary;
   const auto run_start = Clock::now();
@@ -99,11 +142,13 @@ RunSummary run_training(const RunPlan& plan) {
     reset_cpu_memory_peak();
     const auto t0 = Clock::now();
     std::vector<Batch> batches;
-    int64_t tokens = 0;
+    int64_t local_tokens = 0;
     for (int64_t i = 0; i < accum; ++i) {
       batches.push_back(sampler->next());
-      tokens += batches.back().targets.ne(-1).sum().item<int64_t>();
+      local_tokens += batches.back().targets.ne(-1).sum().item<int64_t>();
     }
+    // The loss of a step is normalised by the tokens of the whole global batch.
+    const auto tokens = static_cast<int64_t>(dp_sum(dp_group, static_cast<double>(local_tokens), "token-count"));
     double loss = 0.0;
     for (int64_t i = 0; i < accum; ++i) {
       const MicrobatchInfo mb{i, accum};
@@ -111,21 +156,22 @@ RunSummary run_training(const RunPlan& plan) {
       at::Tensor inputs = batches[i].inputs.to(device), targets = batches[i].targets.to(device);
       at::Tensor logits;
       {
-        AutocastScope autocast(precision, device);
+        AutocastScope autocast(precision, device.type());
         logits = model.forward(inputs);
       }
       at::Tensor loss_sum = token_loss_sum(logits, targets);
       (loss_sum / static_cast<double>(tokens)).backward();
       dp->after_backward(mb);
       loss += loss_sum.item<double>();
-      if (step == 1 && i == 0 && debug.get<bool>("dump_logits")) {
+      if (primary && step == 1 && i == 0 && debug.get<bool>("dump_logits")) {
         save_safetensors((out / "debug_logits.safetensors").string(),
                          {{"inputs", batches[i].inputs}, {"targets", batches[i].targets}, {"logits", logits.detach()}});
       }
     }
-    loss /= static_cast<double>(tokens);
+    loss = dp_sum(dp_group, loss, "loss-sum") / static_cast<double>(tokens);
     if (step == 1 && debug.get<bool>("dump_grads")) {
-      save_safetensors((out / "debug_grads.safetensors").string(), dp->full_gradients());
+      NamedTensors grads = dp->full_gradients();  // every rank: sharded strategies gather
+      if (primary) save_safetensors((out / "debug_grads.safetensors").string(), grads);
     }
     const double lr = schedule.at(step);
     const StepResult result = dp->step({step, lr, grad_clip});
@@ -149,15 +195,17 @@ RunSummary run_training(const RunPlan& plan) {
         {"grad_bytes", state.grads},
         {"optimizer_bytes", state.optimizer},
     };
+    add_comm_metrics(record, world.stats());
     for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
-    metrics.write(record);
+    if (metrics) metrics->write(record);
     summary.losses.push_back(loss);
     log.info(format_progress({step, steps, loss, lr, result.grad_norm, step_s * 1e3, tokens_per_s,
                               record["mfu"].get<double>(), mem.peak_bytes, seconds_since(run_start)}));
   }
   summary.seconds = seconds_since(run_start);
   if (checkpoint.get<bool>("save_final")) {
-    save_safetensors((out / "final.safetensors").string(), dp->full_parameters());
+    NamedTensors weights = dp->full_parameters();
+    if (primary) save_safetensors((out / "final.safetensors").string(), weights);
   }
   return summary;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/resolve.hpp"
+#include "dist/world.hpp"
 #include "model/model_spec.hpp"
 #include "plugins/plugin_registry.hpp"
 
@@ -16,7 +17,10 @@ struct RunPlan {
   const ResolvedConfig* config = nullptr;
   const PluginRegistry* registry = nullptr;
   ModelSpec model;
-  std::string out_dir;  // exists and is empty when training starts
+  std::string out_dir;  // exists; rank 0 writes metrics and weights into it
+  World* world = nullptr;
+  int local_world_size = 1;  // ranks on this machine, to share its cores
+  int local_rank = 0;
 };
 
 struct RunSummary {

@@ -1,6 +1,8 @@
 // Every refusal of `plait run`: non-zero exit, the promised message, and no run folder.
 #include <catch2/catch.hpp>
 
+#include "plait/sdk/error.hpp"
+#include "plait/sdk/version.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -89,7 +91,7 @@ TEST_CASE("refused: a plugin library with a wrong API version", "[cli]") {
   auto r = refuse(dir, "[train]\nsteps = 1\n", {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/wrong_api"}});
   check_refused(r);
   CHECK_THAT(r.result.output, Contains("libplait_plugin_fixture_wrong_api.so") &&
-                                  Contains("was built for plugin API version 999 but this plait uses version 1"));
+                                  Contains(concat("was built for plugin API version 999 but this plait uses version ", PLAIT_API_VERSION)));
 }
 
 TEST_CASE("refused: a plugin library without the entry point", "[cli]") {

@@ -13,6 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "plait/sdk/context.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
@@ -75,15 +76,17 @@ class PLAIT_SDK_VISIBLE Communicator {
   virtual std::shared_ptr<Work> barrier(const CommOptions& o) = 0;
 };
 
-// What a comm plugin needs to build a group: where to rendezvous and who is in it.
+// What a comm plugin needs to build one group. Rendezvous goes through the job's TCP
+// store (c10d's TCPStore protocol) under a key prefix of the group's own.
 struct GroupSpec {
   std::string store_host;
   int store_port = 0;
-  std::string group_name;     // unique per group, e.g. "dp/0"
+  std::string store_prefix;   // unique to this group, e.g. "plait/<job>/group/dp.1/"
+  std::string name;           // for messages: "dp.1" (axis and group index), "world"
   std::vector<int> ranks;     // global ranks in the group, in group-rank order
-  int global_rank = 0;
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
-  std::string device = "cpu";  // "cpu" or "cuda:N"
+  int group_rank = 0;         // this process's index in `ranks`
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // default for every operation
+  std::string device = "cpu";  // "cpu" or "cuda:N": where the tensors live
 };
 
 // A comm plugin: makes Communicators. Probe (see plugin.hpp) says whether it can run here.
@@ -91,6 +94,9 @@ class PLAIT_SDK_VISIBLE CommBackend : public Plugin {
  public:
   using Interface = CommBackend;
   static constexpr const char* kKind = "comm";
+  // Once, before any connect(): the plugin's own options, logger and metrics.
+  virtual void configure(const PluginContext& context) {}
+  // Joins one group; every member calls it with the same spec (but its own group_rank).
   virtual std::shared_ptr<Communicator> connect(const GroupSpec& spec) = 0;
 };
 

@@ -38,7 +38,7 @@ struct PluginContext {
   std::string plugin_name;
   const Options* options = nullptr;  // the plugin's own table, validated
   Logger* log = nullptr;
-  Metrics* metrics = nullptr;
+  Metrics* metrics = nullptr;        // null for comm plugins: the core counts their operations
   int rank = 0;        // global rank of this process
   int world_size = 1;  // number of processes in the job
 };

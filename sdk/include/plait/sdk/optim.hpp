@@ -81,9 +81,10 @@ class WholeParamsAdamW {
     return sum;
   }
 
-  // Scales gradients by clip_coef (when below 1), updates every parameter that has a
-  // gradient, then releases the gradients as zero_grad(set_to_none=True) does.
-  void update(int64_t step, double lr, double clip_coef) {
+  // Scales gradients by clip_coef (when below 1) and updates every parameter that has a
+  // gradient. Then the gradients are released as zero_grad(set_to_none=True) does, or,
+  // with release = false, kept for the caller to zero (gradients living in buckets).
+  void update(int64_t step, double lr, double clip_coef, bool release = true) {
     at::NoGradGuard no_grad;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       at::Tensor& param = params_[i].tensor;
@@ -91,15 +92,15 @@ class WholeParamsAdamW {
       at::Tensor grad = param.grad();
       if (clip_coef < 1.0) grad.mul_(clip_coef);
       adamw_update(param, grad, state_[i], step, lr, config_, params_[i].decay);
-      param.mutable_grad() = at::Tensor();
+      if (release) param.mutable_grad() = at::Tensor();
     }
   }
 
   // One optimizer step when every gradient here is whole and final (single process, or
   // replicated after the all-reduce): clip by the global norm, update; returns the norm.
-  double clip_and_update(int64_t step, double lr, double max_norm) {
+  double clip_and_update(int64_t step, double lr, double max_norm, bool release = true) {
     const double norm = std::sqrt(squared_grad_norm());
-    update(step, lr, clip_coefficient(norm, max_norm));
+    update(step, lr, clip_coefficient(norm, max_norm), release);
     return norm;
   }
 

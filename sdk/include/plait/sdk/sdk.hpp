@@ -5,6 +5,7 @@
 #include "plait/sdk/context.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/error.hpp"
+#include "plait/sdk/grad_hooks.hpp"
 #include "plait/sdk/init.hpp"
 #include "plait/sdk/layers.hpp"
 #include "plait/sdk/model.hpp"

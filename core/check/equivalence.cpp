@@ -1,0 +1,107 @@
+#include "check/equivalence.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<double> losses_of(const std::string& dir) {
+  const fs::path path = fs::path(dir) / "metrics.jsonl";
+  std::ifstream in(path);
+  PLAIT_CHECK(in.good(), concat("no ", path.string()), "the run did not get to its first step: see its log");
+  std::vector<double> out;
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  return out;
+}
+
+double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
+
+}  // namespace
+
+double EquivalenceReport::worst_loss() const {
+  double w = 0.0;
+  for (const auto& l : losses) w = std::max(w, l.relative);
+  return w;
+}
+
+double EquivalenceReport::worst_grad() const {
+  double w = 0.0;
+  for (const auto& g : grads) w = std::max(w, g.relative);
+  return w;
+}
+
+std::string EquivalenceReport::to_json() const {
+  nlohmann::ordered_json j;
+  j["passed"] = passed();
+  j["tolerance"] = tolerance;
+  j["worst_loss_relative"] = worst_loss();
+  j["worst_grad_relative"] = worst_grad();
+  j["failures"] = failures;
+  for (const auto& l : losses) {
+    j["losses"].push_back({{"step", l.step}, {"candidate", l.candidate}, {"reference", l.reference},
+                           {"relative", l.relative}});
+  }
+  for (const auto& g : grads) {
+    j["grads"].push_back({{"name", g.name}, {"relative", g.relative}, {"reference_norm", g.reference_norm}});
+  }
+  return j.dump(2);
+}
+
+EquivalenceReport compare_runs(const std::string& candidate_dir, const std::string& reference_dir, double tolerance) {
+  EquivalenceReport report;
+  report.tolerance = tolerance;
+  const auto a = losses_of(candidate_dir), b = losses_of(reference_dir);
+  if (a.size() != b.size()) {
+    report.failures.push_back(concat("the candidate ran ", a.size(), " steps, the reference ", b.size()));
+  }
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const double r = relative(a[i], b[i]);
+    report.losses.push_back({static_cast<int64_t>(i + 1), a[i], b[i], r});
+    if (!(r <= tolerance)) {
+      report.failures.push_back(concat("step ", i + 1, " loss ", a[i], " vs ", b[i], " (relative ", r, ")"));
+    }
+  }
+  std::map<std::string, at::Tensor> reference;
+  for (auto& [name, t] : load_safetensors((fs::path(reference_dir) / "debug_grads.safetensors").string())) {
+    reference[name] = t.to(at::kDouble);
+  }
+  std::map<std::string, bool> seen;
+  for (auto& [name, t] : load_safetensors((fs::path(candidate_dir) / "debug_grads.safetensors").string())) {
+    auto it = reference.find(name);
+    if (it == reference.end()) {
+      report.failures.push_back(concat("the candidate has a gradient for '", name, "', the reference does not"));
+      continue;
+    }
+    seen[name] = true;
+    if (t.sizes() != it->second.sizes()) {
+      report.failures.push_back(concat("gradient '", name, "' has shape ", t.sizes(), " vs ", it->second.sizes()));
+      continue;
+    }
+    const double ref_norm = at::linalg_vector_norm(it->second, 2).item<double>();
+    const double diff = at::linalg_vector_norm(t.to(at::kDouble) - it->second, 2).item<double>();
+    const double r = ref_norm > 0 ? diff / ref_norm : diff;
+    report.grads.push_back({name, r, ref_norm});
+    if (!(r <= tolerance)) {
+      report.failures.push_back(concat("gradient '", name, "' differs by ", r, " (relative)"));
+    }
+  }
+  for (const auto& [name, t] : reference) {
+    if (!seen.count(name)) report.failures.push_back(concat("the candidate has no gradient for '", name, "'"));
+  }
+  return report;
+}
+
+}  // namespace plait

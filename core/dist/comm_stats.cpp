@@ -1,0 +1,83 @@
+#include "dist/comm_stats.hpp"
+
+#include <algorithm>
+
+namespace plait {
+
+double CommStats::bus_factor(const std::string& op, int n) {
+  if (n <= 1) return 0.0;
+  const double ring = static_cast<double>(n - 1) / static_cast<double>(n);
+  if (op == "all_reduce") return 2.0 * ring;
+  if (op == "all_gather" || op == "reduce_scatter") return ring;
+  if (op == "barrier") return 0.0;
+  return 1.0;  // broadcast, send, recv
+}
+
+uint64_t CommStats::issue(const std::string& axis, const std::string& op, const std::string& caller,
+                          int64_t payload_bytes, double bus_bytes, std::string description,
+                          std::function<bool()> is_completed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  callers_[caller.empty() ? std::string("unknown") : caller] += bus_bytes;
+  const std::string key = axis + "." + op;
+  OpCounters& c = counters_[key];
+  c.calls += 1;
+  c.payload_bytes += payload_bytes;
+  c.bus_bytes += bus_bytes;
+  const uint64_t id = next_id_++;
+  pending_[id] = {key, PendingOp{id, std::move(description), std::chrono::steady_clock::now(), std::move(is_completed)}};
+  return id;
+}
+
+void CommStats::complete(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  counters_[it->second.first].seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second.issued).count();
+  pending_.erase(it);
+}
+
+CommStats::Drained CommStats::drain() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Drained out;
+  out.by_op.swap(counters_);
+  out.bus_bytes_by_caller.swap(callers_);
+  return out;
+}
+
+std::vector<std::string> CommStats::newly_overdue(std::chrono::milliseconds age) {
+  std::vector<uint64_t> done;
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, entry] : pending_) {
+    PendingOp& op = entry.second;
+    if (op.reported || now - op.issued < age) continue;
+    if (op.is_completed && op.is_completed()) {
+      done.push_back(id);  // finished (or its handle was dropped) without anyone waiting
+      continue;
+    }
+    op.reported = true;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - op.issued).count();
+    out.push_back(op.description + ", in flight for " + std::to_string(seconds) + " s");
+  }
+  for (uint64_t id : done) {
+    auto it = pending_.find(id);
+    counters_[it->second.first].seconds += std::chrono::duration<double>(now - it->second.second.issued).count();
+    pending_.erase(it);
+  }
+  return out;
+}
+
+std::vector<std::string> CommStats::in_flight() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, entry] : pending_) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - entry.second.issued).count();
+    out.push_back(entry.second.description + " (" + std::to_string(seconds) + " s)");
+  }
+  return out;
+}
+
+}  // namespace plait

@@ -1,0 +1,63 @@
+#pragma once
+// What every communicator did this step, per axis and operation: calls, payload bytes,
+// bus bytes (the ring-algorithm volume one rank sends, as nccl-tests counts it:
+// all-reduce 2M(n-1)/n, all-gather and reduce-scatter M(n-1)/n, broadcast and
+// send/recv M), and time from issue to completion. Also the operations still in flight,
+// for hang reports.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace plait {
+
+struct OpCounters {
+  int64_t calls = 0;
+  int64_t payload_bytes = 0;
+  double bus_bytes = 0.0;
+  double seconds = 0.0;
+};
+
+struct PendingOp {
+  uint64_t id = 0;
+  std::string description;  // "all_reduce of 4.0 MiB on dp.0 for ddp grad-sync bucket 3 (microbatch 1)"
+  std::chrono::steady_clock::time_point issued;
+  std::function<bool()> is_completed;
+  bool reported = false;
+};
+
+class CommStats {
+ public:
+  // Records an operation at issue and returns its id for complete(). `caller` is the
+  // plugin (or "core") that asked for it.
+  uint64_t issue(const std::string& axis, const std::string& op, const std::string& caller, int64_t payload_bytes,
+                 double bus_bytes, std::string description, std::function<bool()> is_completed);
+  // Marks it done (idempotent) and adds its time.
+  void complete(uint64_t id);
+
+  struct Drained {
+    std::map<std::string, OpCounters> by_op;   // "<axis>.<op>"
+    std::map<std::string, double> bus_bytes_by_caller;
+  };
+  // Counters since the last drain.
+  Drained drain();
+
+  // Operations issued more than `age` ago and not yet complete; each is returned once.
+  std::vector<std::string> newly_overdue(std::chrono::milliseconds age);
+  // Every operation still in flight, oldest first.
+  std::vector<std::string> in_flight();
+
+  static double bus_factor(const std::string& op, int group_size);
+
+ private:
+  std::mutex mutex_;
+  uint64_t next_id_ = 1;
+  std::map<std::string, OpCounters> counters_;
+  std::map<std::string, double> callers_;
+  std::map<uint64_t, std::pair<std::string, PendingOp>> pending_;  // id -> (counter key, op)
+};
+
+}  // namespace plait

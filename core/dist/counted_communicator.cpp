@@ -1,0 +1,123 @@
+#include "dist/counted_communicator.hpp"
+
+#include <cstdio>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+std::string human_bytes(int64_t b) {
+  char buf[32];
+  if (b >= (1 << 20)) std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(b) / (1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(b) / 1024);
+  else std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
+  return buf;
+}
+
+std::string describe_tag(const OpTag& tag) {
+  std::string who = tag.plugin.empty() ? std::string("unknown caller") : tag.plugin;
+  if (!tag.phase.empty()) who += " " + tag.phase;
+  if (!tag.unit.empty()) who += " " + tag.unit;
+  if (tag.microbatch >= 0) who += concat(" (microbatch ", tag.microbatch, ")");
+  return who;
+}
+
+class CountedWork final : public Work {
+ public:
+  CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string description)
+      : inner_(std::move(inner)), id_(id), stats_(stats), description_(std::move(description)) {}
+
+  bool is_completed() override {
+    const bool done = inner_->is_completed();
+    if (done) stats_.complete(id_);
+    return done;
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    try {
+      inner_->wait(timeout);
+    } catch (const std::exception& e) {
+      stats_.complete(id_);
+      throw Error(concat(description_, " failed: ", e.what()),
+                  "a peer may have died or be stuck elsewhere: see the other ranks' logs");
+    }
+    stats_.complete(id_);
+  }
+  std::exception_ptr exception() override { return inner_->exception(); }
+
+ private:
+  std::shared_ptr<Work> inner_;
+  uint64_t id_;
+  CommStats& stats_;
+  std::string description_;
+};
+
+class CountedCommunicator final : public Communicator {
+ public:
+  CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, CommStats& stats)
+      : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), stats_(stats) {}
+
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string backend() const override { return inner_->backend(); }
+
+  std::shared_ptr<Work> all_reduce(at::Tensor& t, const AllReduceOptions& o) override {
+    return run("all_reduce", bytes(t), o.tag, [&] { return inner_->all_reduce(t, o); });
+  }
+  std::shared_ptr<Work> reduce_scatter(at::Tensor& out, const at::Tensor& in, const ReduceScatterOptions& o) override {
+    return run("reduce_scatter", bytes(in), o.tag, [&] { return inner_->reduce_scatter(out, in, o); });
+  }
+  std::shared_ptr<Work> all_gather(at::Tensor& out, const at::Tensor& in, const CommOptions& o) override {
+    return run("all_gather", bytes(out), o.tag, [&] { return inner_->all_gather(out, in, o); });
+  }
+  std::shared_ptr<Work> broadcast(at::Tensor& t, const BroadcastOptions& o) override {
+    return run("broadcast", bytes(t), o.tag, [&] { return inner_->broadcast(t, o); });
+  }
+  std::shared_ptr<Work> send(const at::Tensor& t, const PointToPointOptions& o) override {
+    return run("send", bytes(t), o.tag, [&] { return inner_->send(t, o); });
+  }
+  std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
+    return run("recv", bytes(t), o.tag, [&] { return inner_->recv(t, o); });
+  }
+  std::shared_ptr<Work> barrier(const CommOptions& o) override {
+    return run("barrier", 0, o.tag, [&] { return inner_->barrier(o); });
+  }
+
+ private:
+  static int64_t bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel() * t.element_size()); }
+
+  template <class Issue>
+  std::shared_ptr<Work> run(const char* op, int64_t payload, const OpTag& tag, Issue&& issue) {
+    const std::string description =
+        concat(op, " of ", human_bytes(payload), " on group ", group_, " for ", describe_tag(tag));
+    std::shared_ptr<Work> work;
+    try {
+      work = issue();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(concat(description, " could not start: ", e.what()), "");
+    }
+    std::weak_ptr<Work> weak = work;
+    const uint64_t id = stats_.issue(axis_, op, tag.plugin, payload, payload * CommStats::bus_factor(op, size()),
+                                     description,
+                                     [weak] {
+                                       auto w = weak.lock();
+                                       return !w || w->is_completed();
+                                     });
+    return std::make_shared<CountedWork>(std::move(work), id, stats_, description);
+  }
+
+  std::shared_ptr<Communicator> inner_;
+  std::string axis_, group_;
+  CommStats& stats_;
+};
+
+}  // namespace
+
+std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
+                                           std::string group_name, CommStats& stats) {
+  return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), stats);
+}
+
+}  // namespace plait

@@ -1,0 +1,16 @@
+#pragma once
+// Wraps a comm plugin's Communicator so that every operation is counted (CommStats),
+// described by its tag, and its failure or timeout names the group and who asked.
+// Plugins cannot forget to count: the core hands out only wrapped communicators.
+#include <memory>
+#include <string>
+
+#include "dist/comm_stats.hpp"
+#include "plait/sdk/communicator.hpp"
+
+namespace plait {
+
+std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
+                                           std::string group_name, CommStats& stats);
+
+}  // namespace plait

@@ -1,0 +1,69 @@
+#pragma once
+// The job's TCP store (c10d's TCPStore) and the join of every rank. The launcher on
+// node 0 hosts the store when plait launched the job; when torchrun or Slurm did, rank
+// 0 hosts it. Every key of a job lives under "plait/<job id>/", so jobs that share a
+// port by accident do not see each other's keys.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <c10/util/intrusive_ptr.h>
+
+#include "dist/launch_env.hpp"
+#include "dist/supervisor.hpp"
+
+namespace c10d {
+class Store;
+}
+
+namespace plait {
+
+class JobStore {
+ public:
+  // Listens on `port` (0: a free port) on every interface, and publishes the job id.
+  static std::unique_ptr<JobStore> host(int port, const std::string& job_id, std::chrono::milliseconds timeout);
+  // Connects to a store, failing after `timeout` with the address and `who` in the message.
+  // An empty job id adopts the one the host published.
+  static std::unique_ptr<JobStore> connect(const std::string& addr, int port, const std::string& job_id,
+                                           std::chrono::milliseconds timeout, const std::string& who);
+  ~JobStore();
+
+  int port() const { return port_; }
+  const std::string& job_id() const { return job_id_; }
+  const std::string& prefix() const { return prefix_; }  // "plait/<job>/"
+  c10d::Store& raw() { return *store_; }
+
+  void set(const std::string& key, const std::string& value);
+  std::optional<std::string> try_get(const std::string& key);
+  // Waits for a key; on timeout says what was awaited.
+  std::string wait_get(const std::string& key, std::chrono::milliseconds timeout, const std::string& waiting_for);
+  int64_t add(const std::string& key, int64_t amount);
+
+ private:
+  JobStore() = default;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::string prefix_;
+  std::string job_id_;
+  int port_ = 0;
+};
+
+// Every rank checks in; returns when all `world_size` have, or fails after `timeout`
+// saying how many arrived.
+void join_all_ranks(JobStore& store, int rank, int world_size, std::chrono::milliseconds timeout);
+
+// The abort channel of a job, over its store: a failure posted by any launcher stops the
+// launchers of every node; ranks publish what they wait for under "pending/<rank>".
+class StoreAbortChannel final : public AbortChannel {
+ public:
+  StoreAbortChannel(JobStore& store, int world_size) : store_(store), world_size_(world_size) {}
+  void post(const std::string& reason) override;
+  std::optional<std::string> poll() override;
+  std::vector<std::string> pending_operations() override;
+
+ private:
+  JobStore& store_;
+  int world_size_;
+};
+
+}  // namespace plait

@@ -1,0 +1,246 @@
+#include "dist/supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/sdk/error.hpp"
+
+extern char** environ;
+
+namespace plait {
+namespace {
+
+constexpr std::size_t kTailLines = 20;
+std::atomic<int> g_signal{0};
+
+void on_signal(int sig) { g_signal.store(sig); }
+
+struct Child {
+  RankLaunch launch;
+  pid_t pid = -1;
+  int out = -1;  // read end of the child's stdout+stderr
+  std::ofstream log;
+  std::string log_path;
+  std::string partial;
+  std::deque<std::string> tail;
+  bool running = true;
+  int status = 0;
+};
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return concat("exited with code ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    return concat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  }
+  return concat("ended with status ", status);
+}
+
+bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+
+std::vector<char*> make_env(const std::map<std::string, std::string>& extra, std::vector<std::string>& storage) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    if (extra.count(key) == 0) storage.push_back(entry);
+  }
+  for (const auto& [k, v] : extra) storage.push_back(k + "=" + v);
+  std::vector<char*> out;
+  for (auto& s : storage) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+void spawn(Child& child, const SupervisorSpec& spec) {
+  int fds[2];
+  PLAIT_CHECK(::pipe2(fds, O_CLOEXEC) == 0, concat("cannot create a pipe: ", std::strerror(errno)), "check process limits");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  std::vector<std::string> arg_storage = {spec.executable};
+  arg_storage.insert(arg_storage.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv;
+  for (auto& a : arg_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  std::vector<char*> envp = make_env(child.launch.env, env_storage);
+  const int rc = posix_spawn(&child.pid, spec.executable.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  PLAIT_CHECK(rc == 0, concat("cannot start rank ", child.launch.rank, ": ", std::strerror(rc)),
+              "check that the plait executable is still in place");
+  child.out = fds[0];
+}
+
+void take_output(Child& child, int console_rank) {
+  char buf[8192];
+  const ssize_t n = ::read(child.out, buf, sizeof(buf));
+  if (n <= 0) {
+    ::close(child.out);
+    child.out = -1;
+    if (!child.partial.empty()) {
+      child.log << child.partial << '\n';
+      child.tail.push_back(child.partial);
+      child.partial.clear();
+    }
+    child.log.flush();
+    return;
+  }
+  child.partial.append(buf, static_cast<std::size_t>(n));
+  std::size_t start = 0, end;
+  while ((end = child.partial.find('\n', start)) != std::string::npos) {
+    const std::string line = child.partial.substr(start, end - start);
+    child.log << line << '\n';
+    if (child.launch.rank == console_rank) std::cout << line << '\n' << std::flush;
+    child.tail.push_back(line);
+    if (child.tail.size() > kTailLines) child.tail.pop_front();
+    start = end + 1;
+  }
+  child.partial.erase(0, start);
+  child.log.flush();
+}
+
+void pump(std::vector<Child>& children, int console_rank, int timeout_ms) {
+  std::vector<pollfd> fds;
+  std::vector<Child*> owners;
+  for (auto& c : children) {
+    if (c.out >= 0) {
+      fds.push_back({c.out, POLLIN, 0});
+      owners.push_back(&c);
+    }
+  }
+  if (fds.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return;
+  }
+  if (::poll(fds.data(), fds.size(), timeout_ms) <= 0) return;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) take_output(*owners[i], console_rank);
+  }
+}
+
+void reap(std::vector<Child>& children) {
+  for (auto& c : children) {
+    if (!c.running) continue;
+    int status = 0;
+    if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      c.running = false;
+      c.status = status;
+    }
+  }
+}
+
+void stop_all(std::vector<Child>& children, const SupervisorSpec& spec) {
+  for (auto& c : children) {
+    if (c.running) ::kill(c.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + spec.grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    reap(children);
+    bool any = false;
+    for (auto& c : children) any = any || c.running;
+    if (!any) break;
+    pump(children, -1, 50);
+  }
+  for (auto& c : children) {
+    if (c.running) {
+      ::kill(c.pid, SIGKILL);
+      ::waitpid(c.pid, &c.status, 0);
+      c.running = false;
+    }
+  }
+  for (auto& c : children) {
+    while (c.out >= 0) take_output(c, -1);
+  }
+}
+
+std::string failure_report(const Child& c, const SupervisorSpec& spec, const std::vector<std::string>& pending) {
+  std::string text = concat("rank ", c.launch.rank, " (pid ", c.pid, ", local rank ", c.launch.local_rank, " on ",
+                            spec.node, ") ", describe_exit(c.status), "; the other ranks were stopped.\n  last lines of ",
+                            c.log_path, ":");
+  for (const auto& line : c.tail) text += "\n    | " + line;
+  if (c.tail.empty()) text += "\n    (no output)";
+  if (!pending.empty()) {
+    text += "\n  operations ranks were waiting for:";
+    for (const auto& p : pending) text += "\n    " + p;
+  }
+  return text;
+}
+
+}  // namespace
+
+void supervise(const SupervisorSpec& spec, Logger& log) {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  g_signal.store(0);
+
+  std::vector<Child> children(spec.ranks.size());
+  nlohmann::ordered_json listing = nlohmann::json::array();
+  for (std::size_t i = 0; i < spec.ranks.size(); ++i) {
+    Child& c = children[i];
+    c.launch = spec.ranks[i];
+    c.log_path = (std::filesystem::path(spec.run_dir) / concat("rank-", c.launch.rank, ".log")).string();
+    c.log.open(c.log_path, std::ios::app);
+    spawn(c, spec);
+    listing.push_back({{"rank", c.launch.rank}, {"local_rank", c.launch.local_rank}, {"pid", c.pid}, {"log", c.log_path}});
+  }
+  std::ofstream(std::filesystem::path(spec.run_dir) / "ranks.json") << listing.dump(2) << '\n';
+  log.info("started ", children.size(), " ranks on ", spec.node, "; logs in ", spec.run_dir, "/rank-<r>.log");
+
+  auto finish = [&]() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  };
+  auto last_abort_check = std::chrono::steady_clock::now();
+  while (true) {
+    pump(children, spec.console_rank, 100);
+    reap(children);
+    for (auto& c : children) {
+      if (c.running || !failed(c.status)) continue;
+      std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
+      if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
+      stop_all(children, spec);
+      finish();
+      throw Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more");
+    }
+    bool any_running = false;
+    for (auto& c : children) any_running = any_running || c.running || c.out >= 0;
+    if (!any_running) break;
+    if (const int sig = g_signal.load()) {
+      if (spec.abort) spec.abort->post(concat("the launcher on ", spec.node, " got signal ", sig));
+      stop_all(children, spec);
+      finish();
+      throw Error(concat("interrupted by signal ", sig, " (", strsignal(sig), "); every rank was stopped"), "");
+    }
+    if (spec.abort && std::chrono::steady_clock::now() - last_abort_check > std::chrono::milliseconds(500)) {
+      last_abort_check = std::chrono::steady_clock::now();
+      if (auto reason = spec.abort->poll()) {
+        stop_all(children, spec);
+        finish();
+        throw Error(concat("stopped because ", *reason), "see that node's launcher output and rank logs");
+      }
+    }
+  }
+  finish();
+}
+
+}  // namespace plait

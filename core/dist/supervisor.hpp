@@ -1,0 +1,47 @@
+#pragma once
+// plait's launcher: starts this node's ranks as child processes, writes each rank's
+// output to rank-<r>.log (echoing one rank's to the console), and supervises them. When a
+// rank dies, the others (on every node, through the job's abort channel) are stopped
+// within seconds and the launcher fails naming the rank, how it ended, and the last lines
+// of its log.
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plait/sdk/context.hpp"
+
+namespace plait {
+
+// How launchers of one job tell each other to stop (through the job's store).
+class AbortChannel {
+ public:
+  virtual ~AbortChannel() = default;
+  virtual void post(const std::string& reason) = 0;
+  virtual std::optional<std::string> poll() = 0;
+  // What ranks reported they were waiting for, as "rank r: ..." lines (hang reports).
+  virtual std::vector<std::string> pending_operations() { return {}; }
+};
+
+struct RankLaunch {
+  int rank = 0;
+  int local_rank = 0;
+  std::map<std::string, std::string> env;  // added to this process's environment
+};
+
+struct SupervisorSpec {
+  std::string executable;
+  std::vector<std::string> args;  // argv[1..]
+  std::vector<RankLaunch> ranks;
+  std::string run_dir;
+  int console_rank = 0;  // the global rank whose output is echoed; -1 for none
+  std::string node;      // "node 0 of 2", for messages
+  AbortChannel* abort = nullptr;
+  std::chrono::milliseconds grace{3000};  // SIGTERM, then SIGKILL after this
+};
+
+// Returns when every rank has exited 0; throws plait::Error describing the first failure.
+void supervise(const SupervisorSpec& spec, Logger& log);
+
+}  // namespace plait

@@ -1,0 +1,61 @@
+#pragma once
+// This process's place in the job: its mesh coordinates and one counted communicator
+// per mesh axis (and one over all ranks), built by the chosen comm plugin. A watchdog
+// logs operations that stay in flight too long and publishes them to the job's store,
+// so a launcher's failure report can say where each rank was waiting.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "dist/comm_stats.hpp"
+#include "dist/mesh.hpp"
+#include "dist/rendezvous.hpp"
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/context.hpp"
+
+namespace plait {
+
+struct DistSettings {
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds collective_timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds hang_warning{std::chrono::seconds(60)};
+};
+
+class World {
+ public:
+  // One process: no store, no communicators.
+  static std::unique_ptr<World> single();
+  // Builds the groups of every axis this rank belongs to, through `backend`.
+  static std::unique_ptr<World> join(const WorkerEnv& env, std::unique_ptr<JobStore> store, const MeshShape& shape,
+                                     CommBackend& backend, const DistSettings& settings, const std::string& device,
+                                     Logger& log);
+  ~World();
+
+  int rank() const { return mesh_.rank(); }
+  int size() const { return mesh_.shape().world(); }
+  const Mesh& mesh() const { return mesh_; }
+  // The group along an axis, or null when the axis has a single member.
+  Communicator* group(Axis axis) const { return groups_[static_cast<int>(axis)].get(); }
+  // Every rank, or null in a one-process world.
+  Communicator* all() const { return all_.get(); }
+  CommStats& stats() { return stats_; }
+  JobStore* store() { return store_.get(); }
+
+ private:
+  World(Mesh mesh) : mesh_(std::move(mesh)) {}
+  void watch(std::chrono::milliseconds hang_warning, Logger* log);
+
+  Mesh mesh_;
+  std::unique_ptr<JobStore> store_;
+  CommStats stats_;
+  std::shared_ptr<Communicator> groups_[3];
+  std::shared_ptr<Communicator> all_;
+  std::thread watchdog_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+};
+
+}  // namespace plait

@@ -1,0 +1,162 @@
+// Replicated data parallel (PyTorch DDP's scheme). Every rank holds the whole model and
+// optimizer. Gradients live in flat buckets (parameters in reverse order, about
+// bucket_cap_mb each; each parameter's .grad is a view into its bucket). During the
+// last microbatch's backward, a bucket's all-reduce starts as soon as autograd has
+// accumulated every gradient in it, overlapping the rest of backward; earlier
+// microbatches only accumulate. The loss is already normalised by the global token
+// count, so the all-reduce sums. Then every rank takes the same optimizer step.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "plait/sdk/sdk.hpp"
+#include "plait_schema.hpp"
+
+namespace {
+
+struct Bucket {
+  at::Tensor flat;
+  std::vector<std::size_t> params;  // indices into params_
+  std::size_t ready = 0;
+  std::shared_ptr<plait::Work> work;
+};
+
+class Ddp final : public plait::DataParallel {
+ public:
+  void setup(const plait::DataParallelSetup& setup) override {
+    context_ = setup.context;
+    comm_ = setup.dp_group;
+    const plait::Options& options = *context_->options;
+    overlap_ = options.get<bool>("overlap");
+    optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
+    const auto& params = optimizer_.params();
+    PLAIT_CHECK(!params.empty(), "ddp: the model has no parameters", "");
+    make_buckets(params, options.get<double>("bucket_cap_mb"));
+    if (comm_ != nullptr && options.get<bool>("broadcast_init")) broadcast_parameters(params);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      hooks_.add(params[i].tensor, [this, i] { on_grad_ready(i); });
+    }
+    context_->log->info("ddp: ", buckets_.size(), " buckets over ", params.size(), " parameters, ",
+                        comm_ ? comm_->size() : 1, " ranks, overlap ", overlap_ ? "on" : "off");
+  }
+
+  void before_microbatch(const plait::MicrobatchInfo& mb) override {
+    microbatch_ = mb;
+    sync_ = comm_ != nullptr && mb.is_last();
+    for (auto& b : buckets_) b.ready = 0;
+  }
+
+  void after_backward(const plait::MicrobatchInfo& mb) override {
+    if (!sync_) return;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      if (!buckets_[b].work) launch(b);  // hooks off, or parameters this backward did not reach
+    }
+    for (auto& b : buckets_) {
+      b.work->wait();
+      b.work.reset();
+    }
+  }
+
+  plait::StepResult step(const plait::StepArgs& args) override {
+    // Gradients are identical on every rank now, so the local norm is the global norm.
+    const double norm = optimizer_.clip_and_update(args.step, args.lr, args.grad_clip, /*release=*/false);
+    for (auto& b : buckets_) b.flat.zero_();
+    return {norm};
+  }
+
+  plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
+  plait::NamedTensors full_parameters() override { return optimizer_.named_params(); }
+
+  plait::StateBytes state_bytes() const override {
+    plait::StateBytes bytes;
+    bytes.params = optimizer_.param_bytes();
+    for (const auto& b : buckets_) bytes.grads += static_cast<int64_t>(b.flat.nbytes());
+    bytes.optimizer = optimizer_.state_bytes();
+    return bytes;
+  }
+
+ private:
+  void make_buckets(const std::vector<plait::ParamRef>& params, double cap_mb) {
+    const auto cap = static_cast<int64_t>(cap_mb * 1024 * 1024);
+    const at::ScalarType dtype = params.front().tensor.scalar_type();
+    std::vector<std::vector<std::size_t>> groups(1);
+    int64_t bytes = 0;
+    for (std::size_t k = params.size(); k-- > 0;) {  // reverse order: roughly the order gradients arrive
+      PLAIT_CHECK(params[k].tensor.scalar_type() == dtype,
+                  plait::concat("ddp: parameter ", params[k].name, " is ", params[k].tensor.scalar_type(),
+                                " but others are ", dtype),
+                  "keep every parameter in one dtype");
+      const auto n = static_cast<int64_t>(params[k].tensor.nbytes());
+      if (!groups.back().empty() && bytes + n > cap) {
+        groups.emplace_back();
+        bytes = 0;
+      }
+      groups.back().push_back(k);
+      bytes += n;
+    }
+    bucket_of_.assign(params.size(), 0);
+    for (const auto& group : groups) {
+      Bucket b;
+      int64_t numel = 0;
+      for (std::size_t k : group) numel += params[k].tensor.numel();
+      b.flat = at::zeros({numel}, params.front().tensor.options().requires_grad(false));
+      int64_t offset = 0;
+      for (std::size_t k : group) {
+        const at::Tensor& p = params[k].tensor;
+        at::Tensor view = b.flat.narrow(0, offset, p.numel()).view(p.sizes());
+        const_cast<at::Tensor&>(p).mutable_grad() = view;  // autograd accumulates into the bucket
+        offset += p.numel();
+        bucket_of_[k] = buckets_.size();
+      }
+      b.params = group;
+      buckets_.push_back(std::move(b));
+    }
+  }
+
+  void broadcast_parameters(const std::vector<plait::ParamRef>& params) {
+    at::NoGradGuard no_grad;
+    for (const auto& b : buckets_) {
+      std::vector<at::Tensor> pieces;
+      for (std::size_t k : b.params) pieces.push_back(params[k].tensor.detach().reshape({-1}));
+      at::Tensor flat = at::cat(pieces);
+      plait::BroadcastOptions o;
+      o.root = 0;
+      o.tag = {"ddp", "broadcast-init", "", -1};
+      comm_->broadcast(flat, o)->wait();
+      int64_t offset = 0;
+      for (std::size_t k : b.params) {
+        at::Tensor p = params[k].tensor.detach();
+        p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
+        offset += p.numel();
+      }
+    }
+  }
+
+  void on_grad_ready(std::size_t param) {
+    if (!sync_ || !overlap_) return;
+    Bucket& b = buckets_[bucket_of_[param]];
+    if (++b.ready == b.params.size()) launch(bucket_of_[param]);
+  }
+
+  void launch(std::size_t index) {
+    plait::AllReduceOptions o;
+    o.op = plait::ReduceOp::sum;
+    o.tag = {"ddp", "grad-sync", plait::concat("bucket ", index), microbatch_.index};
+    buckets_[index].work = comm_->all_reduce(buckets_[index].flat, o);
+  }
+
+  plait::PluginContext* context_ = nullptr;
+  plait::Communicator* comm_ = nullptr;
+  bool overlap_ = true;
+  bool sync_ = false;
+  plait::MicrobatchInfo microbatch_;
+  plait::WholeParamsAdamW optimizer_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::size_t> bucket_of_;
+  plait::GradReadyHooks hooks_;
+};
+
+}  // namespace
+
+PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank", plait_schema_toml,
+             "replicated data parallel: bucketed gradient all-reduce overlapped with backward")
