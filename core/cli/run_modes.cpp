@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <nlohmann/json.hpp>
@@ -61,7 +62,7 @@ RunSummary train_logged(const RunPlan& plan) {
   try {
     return run_training(plan);
   } catch (const std::exception& e) {
-    core_log().write(LogLevel::error, concat("run failed: ", e.what()));  // into the log file as well
+    write_log_files(LogLevel::error, concat("run failed: ", e.what()));  // main() prints it to the console
     flush_logs();
     throw;
   }
@@ -183,7 +184,7 @@ int run_launcher(PreparedRun& prep, const RunArgs& args) {
   try {
     supervise(spec, core_log());
   } catch (const std::exception& e) {
-    core_log().write(LogLevel::error, e.what());
+    write_log_files(LogLevel::error, e.what());
     flush_logs();
     throw;
   }
@@ -248,6 +249,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   PluginContext comm_context{comm_name, &prep.config->table(comm_name), comm_log.get(), nullptr, worker.rank,
                              worker.world_size};
   backend->configure(comm_context);
+  const bool hosts_store = !worker.store_on_launcher && worker.rank == 0;
   const bool cuda = prep.config->table("train").get<std::string>("device") == "cuda";
   const std::string device = cuda ? concat("cuda:", worker.local_rank) : "cpu";
   auto world = World::join(worker, std::move(store), prep.mesh, *backend, prep.dist, device, core_log());
@@ -255,6 +257,13 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   RunPlan plan{prep.config.get(), prep.registry.get(), prep.model, folder, world.get(), worker.local_world_size,
                worker.local_rank};
   train_logged(plan);
+  // Rank 0 hosts the store when torchrun or Slurm started the job: it leaves last.
+  JobStore& job = *world->store();
+  job.add("finished", 1);
+  const auto deadline = std::chrono::steady_clock::now() + prep.dist.rendezvous_timeout;
+  while (hosts_store && job.add("finished", 0) < worker.world_size && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   flush_logs();
   return 0;
 }

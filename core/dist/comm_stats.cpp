@@ -52,11 +52,12 @@ std::vector<std::string> CommStats::newly_overdue(std::chrono::milliseconds age)
   const auto now = std::chrono::steady_clock::now();
   for (auto& [id, entry] : pending_) {
     PendingOp& op = entry.second;
-    if (op.reported || now - op.issued < age) continue;
+    if (now - op.issued < age) continue;
     if (op.is_completed && op.is_completed()) {
       done.push_back(id);  // finished (or its handle was dropped) without anyone waiting
       continue;
     }
+    if (op.reported) continue;
     op.reported = true;
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - op.issued).count();
     out.push_back(op.description + ", in flight for " + std::to_string(seconds) + " s");

@@ -1,5 +1,13 @@
 #include "dist/rendezvous.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <thread>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -13,6 +21,47 @@ constexpr const char* kJobKey = "plait/job";  // the one key outside every job's
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 std::string string_of(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
+
+// Waits until something accepts TCP connections at addr:port, retrying until the
+// deadline. Returns "" when it does, else the last reason it did not. (c10d's client
+// retries past its timeout and logs every try; this keeps the wait to the deadline.)
+std::string wait_for_listener(const std::string& addr, int port, std::chrono::steady_clock::time_point deadline) {
+  std::string why = "no attempt made";
+  while (true) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found);
+    if (rc != 0) {
+      why = concat("cannot resolve ", addr, ": ", gai_strerror(rc));
+    } else {
+      for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
+        if (fd < 0) continue;
+        int err = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+        if (err == EINPROGRESS) {
+          pollfd p{fd, POLLOUT, 0};
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+          err = ETIMEDOUT;
+          if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(left.count(), 1000)))) == 1) {
+            socklen_t len = sizeof(err);
+            ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          }
+        }
+        ::close(fd);
+        if (err == 0) {
+          ::freeaddrinfo(found);
+          return "";
+        }
+        why = std::strerror(err);
+      }
+      ::freeaddrinfo(found);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return why;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
 
 }  // namespace
 
@@ -39,21 +88,29 @@ std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, st
 
 std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, const std::string& job_id,
                                             std::chrono::milliseconds timeout, const std::string& who) {
-  c10d::TCPStoreOptions options;
-  options.port = static_cast<uint16_t>(port);
-  options.isServer = false;
-  options.waitWorkers = false;
-  options.timeout = timeout;
-  std::unique_ptr<JobStore> s(new JobStore());
-  try {
-    s->store_ = c10::make_intrusive<c10d::TCPStore>(addr, options);
-  } catch (const std::exception& e) {
-    std::string why = e.what();
+  const auto start = std::chrono::steady_clock::now();
+  const std::string unreachable = wait_for_listener(addr, port, start + timeout);
+  auto fail = [&](std::string why) {
     why = why.substr(0, why.find('\n'));
     throw Error(concat(who, " could not reach the rendezvous store at ", addr, ":", port, " within ",
                        timeout.count() / 1000.0, " s (waiting for: a TCP connection to the store): ", why),
                 "check MASTER_ADDR/MASTER_PORT (--master-addr/--master-port) and that rank 0 or the launcher "
                 "of node 0 is running");
+  };
+  if (!unreachable.empty()) fail(unreachable);
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(port);
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 start + timeout - std::chrono::steady_clock::now()),
+                             std::chrono::milliseconds(1000));
+  std::unique_ptr<JobStore> s(new JobStore());
+  try {
+    s->store_ = c10::make_intrusive<c10d::TCPStore>(addr, options);
+    s->store_->setTimeout(timeout);
+  } catch (const std::exception& e) {
+    fail(e.what());
   }
   s->port_ = port;
   s->job_id_ = job_id;

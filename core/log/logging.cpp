@@ -1,5 +1,7 @@
 #include "log/logging.hpp"
 
+#include <vector>
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -19,6 +21,11 @@ std::shared_ptr<spdlog::sinks::dist_sink_mt> fan_out() {
     return dist;
   }();
   return sink;
+}
+
+std::vector<spdlog::sink_ptr>& file_sinks() {
+  static std::vector<spdlog::sink_ptr> sinks;
+  return sinks;
 }
 
 spdlog::level::level_enum to_spdlog(LogLevel level) {
@@ -57,6 +64,15 @@ void configure_logging(const std::string& file, bool verbose) {
     auto f = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false);
     f->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%l] %v");
     fan_out()->add_sink(f);
+    file_sinks().push_back(f);
+  }
+}
+
+void write_log_files(LogLevel level, const std::string& message) {
+  const spdlog::details::log_msg msg(spdlog::source_loc{}, "plait", to_spdlog(level), message);
+  for (auto& sink : file_sinks()) {
+    sink->log(msg);
+    sink->flush();
   }
 }
 

@@ -20,4 +20,7 @@ Logger& core_log();
 // Flushes file sinks (before exit or after an error).
 void flush_logs();
 
+// Writes to the log files only (for errors main() will also print to the console).
+void write_log_files(LogLevel level, const std::string& message);
+
 }  // namespace plait

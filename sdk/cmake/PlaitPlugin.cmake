@@ -27,6 +27,7 @@ function(plait_add_plugin name)
   plait_embed_text(${gen_dir}/plait_schema.hpp plait_schema_toml "${schema_path}")
 
   add_library(${target} MODULE ${ARG_SOURCES})
+  set_property(GLOBAL APPEND PROPERTY PLAIT_PLUGIN_TARGETS ${target})
   target_include_directories(${target} PRIVATE ${gen_dir})
   target_link_libraries(${target} PRIVATE plait::sdk)
   # Only the entry point needs to be visible; everything else stays private to the plugin.

@@ -9,12 +9,12 @@ cmake -S "$src/sdk/examples/ema" -B "$work/build" -G Ninja -Dplait_DIR="$build/s
 cmake --build "$work/build" >"$work/build.log"
 export PLAIT_PLUGIN_PATH="$work/build"
 "$build/bin/plait" plugins | grep -q "example-ema 0.1.0" || { echo "plait plugins does not list example-ema"; exit 1; }
-if "$build/bin/plait" config validate "$src/configs/quickstart.toml" --set parallel.data=example-ema \
+if "$build/bin/plait" config validate "$src/configs/gpt2-tiny-single.toml" --set parallel.data=example-ema \
      --set example-ema.decy=0.5 >"$work/typo.log" 2>&1; then
   echo "a misspelt example-ema option was accepted"; exit 1
 fi
 grep -q "did you mean 'decay'" "$work/typo.log" || { cat "$work/typo.log"; echo "no suggestion for a typo"; exit 1; }
-"$build/bin/plait" run "$src/configs/quickstart.toml" --steps 5 --out "$work/run" \
+"$build/bin/plait" run "$src/configs/gpt2-tiny-single.toml" --steps 5 --out "$work/run" \
   --set parallel.data=example-ema --set example-ema.decay=0.9 --set checkpoint.save_final=true >"$work/run.log"
 grep -q '"example-ema.ema_distance"' "$work/run/metrics.jsonl" || { echo "no ema_distance in metrics.jsonl"; exit 1; }
 test -f "$work/run/final.safetensors"

@@ -83,7 +83,8 @@ TEST_CASE("refused: unknown plugin, listing the plugins found", "[cli]") {
   auto r = refuse(dir, "[parallel]\ndata = \"dpp\"\n");
   check_refused(r);
   CHECK_THAT(r.result.output, Contains("run.toml:2:1: [parallel].data: unknown data plugin 'dpp'") &&
-                                  Contains("data plugins found: none") && Contains("plugins are searched in"));
+                                  Contains("(did you mean 'ddp'?)") && Contains("data plugins found: ddp, none") &&
+                                  Contains("plugins are searched in"));
 }
 
 TEST_CASE("refused: a plugin library with a wrong API version", "[cli]") {

@@ -37,10 +37,10 @@ void write_tokens(const fs::path& path, int n) {
 
 }  // namespace
 
-TEST_CASE("plait run trains the quickstart config: loss falls, every file is written", "[cli]") {
+TEST_CASE("plait run trains in one process: loss falls, every file is written", "[cli]") {
   TempDir dir;
   const auto out = dir / "run";
-  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "30", "--out", out.string()});
+  ProcessResult r = run_plait({"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "30", "--out", out.string()});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("step 30/30") && Contains("tok/s") && Contains("eta"));
@@ -62,8 +62,8 @@ TEST_CASE("plait run trains the quickstart config: loss falls, every file is wri
 TEST_CASE("a run is deterministic and its lock file reproduces it", "[cli]") {
   TempDir dir;
   const auto a = dir / "a", b = dir / "b", c = dir / "c";
-  REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", a.string()}).exit_code == 0);
-  REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", b.string()}).exit_code == 0);
+  REQUIRE(run_plait({"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "5", "--out", a.string()}).exit_code == 0);
+  REQUIRE(run_plait({"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "5", "--out", b.string()}).exit_code == 0);
   ProcessResult again = run_plait({"run", (a / "config.lock.toml").string(), "--out", c.string()});
   INFO(again.output);
   REQUIRE(again.exit_code == 0);
@@ -98,7 +98,7 @@ TEST_CASE("gradient accumulation normalises by token count: 2 x B=4 equals 1 x B
 TEST_CASE("save_init and save_final write reference-named safetensors", "[cli]") {
   TempDir dir;
   const auto out = dir / "run";
-  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out", out.string(),
+  ProcessResult r = run_plait({"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "2", "--out", out.string(),
                                "--set", "checkpoint.save_init=true", "--set", "checkpoint.save_final=true"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -120,7 +120,7 @@ TEST_CASE("llama, bf16, float64 and text data all train", "[cli]") {
   };
   int i = 0;
   for (const auto& v : variants) {
-    std::vector<std::string> args = {"run", source_path("configs/quickstart.toml"), "--steps", "3", "--out",
+    std::vector<std::string> args = {"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "3", "--out",
                                      (dir / ("run" + std::to_string(i++))).string()};
     args.insert(args.end(), v.begin(), v.end());
     ProcessResult r = run_plait(args);

@@ -66,9 +66,10 @@ TEST_CASE("two plugins with the same name are refused naming both files", "[plug
 }
 
 TEST_CASE("the same folder twice on the path is not a duplicate", "[plugins]") {
+  const std::size_t once = discover({builtin_plugin_dir()}).plugins().size();
   PluginRegistry r = discover({builtin_plugin_dir(), builtin_plugin_dir()});
   CHECK(r.refusals().empty());
-  CHECK(r.plugins().size() == 1);
+  CHECK(r.plugins().size() == once);
 }
 
 TEST_CASE("a plugin whose probe says 'not here' is listed but cannot be chosen", "[plugins]") {
@@ -86,7 +87,7 @@ TEST_CASE("require() names the wrong kind and lists what was found", "[plugins]"
   REQUIRE_THROWS_WITH(r.require("none", "comm", "cfg:1:1"), Contains("'none' is a data plugin, not a comm plugin"));
   REQUIRE_THROWS_WITH(r.require("fixture-goo", "data", "cfg:1:1"),
                       Contains("cfg:1:1: unknown data plugin 'fixture-goo'") && Contains("did you mean 'fixture-good'") &&
-                          Contains("data plugins found: none, fixture-good"));
+                          Contains("data plugins found: ddp, none, fixture-good"));
 }
 
 TEST_CASE("a plugin object keeps its library loaded after the registry is gone", "[plugins]") {

@@ -1,0 +1,162 @@
+// One rank of the communicator tests: joins a world through a comm plugin the way
+// `plait run` does (rank 0 hosts the store), checks every operation's result against
+// arithmetic, and exits 0 or prints what was wrong. Started N times by the tests.
+//   comm_check <plugin> [timeout-check]
+#include <cstdlib>
+#include <iostream>
+
+#include <ATen/ATen.h>
+
+#include "dist/launch_env.hpp"
+#include "dist/rendezvous.hpp"
+#include "dist/world.hpp"
+#include "log/logging.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/prepare.hpp"
+
+using namespace plait;
+
+namespace {
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::cout << "FAILED: " << what << std::endl;
+    ++failures;
+  }
+}
+
+OpTag tag(const char* unit) { return {"comm_check", "test", unit, -1}; }
+
+void check_all(Communicator& c, at::ScalarType dtype) {
+  const int n = c.size(), r = c.rank();
+  const auto opts = at::TensorOptions().dtype(dtype);
+  const std::string type = c10::toString(dtype);
+  {  // all_reduce: sum, max, min
+    at::Tensor t = at::full({5}, r + 1.0, opts);
+    AllReduceOptions o;
+    o.tag = tag("sum");
+    c.all_reduce(t, o)->wait();
+    expect(at::allclose(t, at::full({5}, n * (n + 1) / 2.0, opts)), "all_reduce sum " + type);
+    at::Tensor m = at::full({3}, static_cast<double>(r), opts);
+    o.op = ReduceOp::max;
+    c.all_reduce(m, o)->wait();
+    expect(at::equal(m, at::full({3}, n - 1.0, opts)), "all_reduce max " + type);
+    o.op = ReduceOp::min;
+    c.all_reduce(m, o)->wait();
+    expect(at::equal(m, at::full({3}, n - 1.0, opts)), "all_reduce min " + type);
+  }
+  {  // reduce_scatter: rank r gets chunk r of the sum
+    at::Tensor in = at::arange(n * 4, opts) + r;
+    at::Tensor out = at::empty({4}, opts);
+    ReduceScatterOptions o;
+    o.tag = tag("reduce_scatter");
+    c.reduce_scatter(out, in, o)->wait();
+    at::Tensor expected = (at::arange(n * 4, opts) * n + n * (n - 1) / 2.0).narrow(0, r * 4, 4);
+    expect(at::allclose(out, expected), "reduce_scatter " + type);
+  }
+  {  // all_gather: concatenation in rank order
+    at::Tensor in = at::full({2}, static_cast<double>(r), opts);
+    at::Tensor out = at::empty({2 * n}, opts);
+    CommOptions o;
+    o.tag = tag("all_gather");
+    c.all_gather(out, in, o)->wait();
+    expect(at::equal(out, at::arange(n, opts).repeat_interleave(2)), "all_gather " + type);
+  }
+  {  // broadcast from the last rank
+    at::Tensor t = at::full({4}, static_cast<double>(r), opts);
+    BroadcastOptions o;
+    o.root = n - 1;
+    o.tag = tag("broadcast");
+    c.broadcast(t, o)->wait();
+    expect(at::equal(t, at::full({4}, n - 1.0, opts)), "broadcast " + type);
+  }
+  if (n > 1) {  // send to the next rank, receive from the previous
+    at::Tensor out = at::full({3}, r * 10.0, opts);
+    at::Tensor in = at::empty({3}, opts);
+    PointToPointOptions to, from;
+    to.peer = (r + 1) % n;
+    from.peer = (r + n - 1) % n;
+    to.tag = from.tag = tag("ring");
+    auto receiving = c.recv(in, from);
+    auto sending = c.send(out, to);
+    sending->wait();
+    receiving->wait();
+    expect(at::equal(in, at::full({3}, ((r + n - 1) % n) * 10.0, opts)), "send/recv ring " + type);
+  }
+  c.barrier({})->wait();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string plugin = argc > 1 ? argv[1] : "gloo";
+    const bool timeout_check = argc > 2 && std::string(argv[2]) == "timeout-check";
+    auto worker = worker_from_env(std::nullopt, std::nullopt);
+    PLAIT_CHECK(worker.has_value(), "comm_check needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT", "");
+    const auto timeout = std::chrono::seconds(30);
+    auto store = worker->rank == 0 ? JobStore::host(worker->master_port, worker->job_id, timeout)
+                                   : JobStore::connect(worker->master_addr, worker->master_port, worker->job_id, timeout,
+                                                       "comm_check");
+    join_all_ranks(*store, worker->rank, worker->world_size, timeout);
+    PluginRegistry registry = discover_plugins();
+    auto backend = std::static_pointer_cast<CommBackend>(registry.create(*registry.find(plugin)));
+    const std::map<std::string, OptionValue> gloo_defaults = {{"threads", int64_t{2}}};
+    Options options(plugin, gloo_defaults);
+    PluginContext context{plugin, &options, &core_log(), nullptr, worker->rank, worker->world_size};
+    backend->configure(context);
+    DistSettings settings;
+    settings.collective_timeout = std::chrono::seconds(timeout_check ? 2 : 30);
+    MeshShape shape{1, worker->world_size, 1};
+    auto world = World::join(*worker, std::move(store), shape, *backend, settings, "cpu", core_log());
+    Communicator& dp = world->group(Axis::dp) ? *world->group(Axis::dp) : *world->all();
+    if (timeout_check) {
+      // Rank 0 waits in an all-reduce the others never join: it must fail, naming the caller.
+      if (worker->rank == 0) {
+        at::Tensor t = at::ones({4});
+        AllReduceOptions o;
+        o.tag = {"comm_check", "lonely", "bucket 7", 3};
+        try {
+          dp.all_reduce(t, o)->wait();
+          expect(false, "a collective nobody else joined completed");
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          std::cout << "timed out as expected: " << what.substr(0, what.find('\n')) << std::endl;
+          expect(what.find("all_reduce of 16 B on group dp.0 for comm_check lonely bucket 7 (microbatch 3)") !=
+                     std::string::npos,
+                 "the timeout names the operation and who asked: " + what);
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::seconds(5));
+      }
+      return failures == 0 ? 0 : 1;
+    }
+    for (auto dtype : {at::kFloat, at::kDouble}) check_all(dp, dtype);
+    // Every operation was counted, with the ring-algorithm volume.
+    const auto drained = world->stats().drain();
+    const auto& reduce = drained.by_op.at("dp.all_reduce");
+    const int n = worker->world_size;
+    expect(reduce.calls == 6, "all_reduce counted 6 times, got " + std::to_string(reduce.calls));
+    const double expected = 2.0 * (n - 1) / n * (5 * 4 + 3 * 4 + 3 * 4 + 5 * 8 + 3 * 8 + 3 * 8);
+    expect(std::abs(reduce.bus_bytes - expected) < 1e-6,
+           "all_reduce bus bytes " + std::to_string(reduce.bus_bytes) + " expected " + std::to_string(expected));
+    expect(drained.bus_bytes_by_caller.at("comm_check") > 0, "the caller is recorded");
+    try {
+      at::Tensor t = at::ones({2});
+      AllReduceOptions o;
+      o.op = ReduceOp::avg;
+      dp.all_reduce(t, o);
+      expect(false, plugin + " accepted avg");
+    } catch (const Error& e) {
+      expect(std::string(e.what()).find("does not support the avg reduction") != std::string::npos, e.what());
+    }
+    std::cout << "rank " << worker->rank << " of " << n << ": " << (failures ? "FAILED" : "all operations correct")
+              << std::endl;
+    return failures == 0 ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::cout << "error: " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,150 @@
+// plait's launcher and ranks as real processes over loopback: the files a run leaves,
+// faults (a killed rank, a wrong port, a mesh that does not fit), and ranks started by
+// torchrun-style variables.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::vector<nlohmann::json> metrics_of(const fs::path& run) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+const std::vector<std::string> kDdp2 = {"--set", "parallel.data=ddp", "--set", "parallel.dp=2"};
+
+std::vector<std::string> args_with(std::vector<std::string> head, const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+int free_port() { return 30000 + static_cast<int>((::getpid() * 7 + Clock::now().time_since_epoch().count()) % 20000); }
+
+}  // namespace
+
+TEST_CASE("the quickstart trains with two DDP ranks: loss falls, each rank logs, comm is counted", "[dist]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "40", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("2 ranks (dp 2 x pp 1 x tp 1)") && Contains("step 40/40") && Contains("done: loss"));
+  for (const char* f : {"config.lock.toml", "launcher.log", "rank-0.log", "rank-1.log", "ranks.json", "metrics.jsonl"}) {
+    CHECK(fs::exists(out / f));
+  }
+  CHECK_THAT(read_file(out / "rank-1.log"), Contains("rank 1 of 2"));
+  const auto m = metrics_of(out);
+  REQUIRE(m.size() == 40);
+  CHECK(m[0].at("tokens").get<int64_t>() == 2 * 8 * 64);  // the global batch
+  CHECK(m.back().at("loss").get<double>() < m.front().at("loss").get<double>() - 1.0);
+  CHECK(m[0].at("comm").at("dp.all_reduce").at("calls").get<int64_t>() >= 1);
+  CHECK(m[0].at("comm_ms").get<double>() > 0.0);
+  CHECK(m[0].at("comm_bytes_by").at("ddp").get<double>() > 0.0);
+}
+
+TEST_CASE("a killed rank stops the whole job within 30 s, and plait names it", "[dist]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  auto job = std::async(std::launch::async, [&] {
+    return run_plait(args_with({"run", source_path("configs/quickstart.toml"), "--steps", "100000", "--out", out.string()}, {}));
+  });
+  // Wait until rank 1 is training, then kill it.
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  int pid = -1;
+  while (Clock::now() < give_up) {
+    if (fs::exists(out / "ranks.json") && read_file(out / "rank-1.log").find("step ") != std::string::npos) {
+      pid = nlohmann::json::parse(read_file(out / "ranks.json"))[1].at("pid").get<int>();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(pid > 0);
+  const auto killed_at = Clock::now();
+  ::kill(pid, SIGKILL);
+  REQUIRE(job.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  ProcessResult r = job.get();
+  INFO(r.output << "\nstopped " << seconds << " s after the kill");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains(concat("rank 1 (pid ", pid, ", local rank 1 on node 0 of 1) was killed by signal 9")) &&
+                           Contains("the other ranks were stopped") && Contains("last lines of") &&
+                           Contains("rank-1.log") && Contains("| step "));
+  CHECK(seconds < 30.0);
+}
+
+TEST_CASE("a rank given a wrong master port fails within its rendezvous timeout, naming the address", "[dist]") {
+  TempDir dir;
+  const int port = free_port();
+  const auto start = Clock::now();
+  ProcessResult r = run_plait(
+      args_with({"run", source_path("configs/quickstart.toml"), "--out", (dir / "run").string(), "--set",
+                 "distributed.rendezvous_timeout_s=3"},
+                {}),
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}});
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  INFO(r.output << "\ntook " << seconds << " s");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains(concat("rank 1 (torchrun) could not reach the rendezvous store at 127.0.0.1:", port,
+                                       " within 3 s")));
+  CHECK(seconds < 3.0 + 3.0);  // the timeout, plus process start-up
+}
+
+TEST_CASE("a mesh that does not multiply to the world size is refused before any rank starts", "[dist]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  ProcessResult r = run_plait(
+      args_with({"run", source_path("configs/quickstart.toml"), "--nproc-per-node", "3", "--out", out.string()}, {}));
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("[parallel] dp 2 x pp 1 x tp 1 = 2, but the job has 3 processes"));
+  CHECK_FALSE(fs::exists(out));
+  ProcessResult rest = run_plait(
+      args_with({"run", source_path("configs/quickstart.toml"), "--set", "parallel.dp=-1", "--out", out.string()}, {}));
+  CHECK_THAT(rest.output, Contains("a degree of -1 needs a known world size"));
+  ProcessResult nodes = run_plait(
+      args_with({"run", source_path("configs/quickstart.toml"), "--nnodes", "2", "--out", out.string()}, {}));
+  CHECK_THAT(nodes.output, Contains("needs --master-addr and --master-port"));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("ranks started with torchrun's variables train exactly as plait's launcher does", "[dist]") {
+  TempDir dir;
+  const int port = free_port();
+  const auto ext = dir / "external", own = dir / "launched";
+  auto rank = [&](int r) {
+    return std::async(std::launch::async, [&, r] {
+      return run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", ext.string()},
+                       {{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", std::to_string(r)},
+                        {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}});
+    });
+  };
+  auto r0 = rank(0), r1 = rank(1);
+  ProcessResult a = r0.get(), b = r1.get();
+  INFO(a.output << "\n---\n" << b.output);
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  for (const char* f : {"config.lock.toml", "metrics.jsonl", "rank-0.log", "rank-1.log"}) CHECK(fs::exists(ext / f));
+  REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", own.string()}).exit_code == 0);
+  const auto me = metrics_of(ext), mo = metrics_of(own);
+  REQUIRE(me.size() == 5);
+  REQUIRE(mo.size() == 5);
+  for (int i = 0; i < 5; ++i) CHECK(me[i].at("loss").get<double>() == mo[i].at("loss").get<double>());
+}
