@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
 #include "cli/commands.hpp"
 #include "log/logging.hpp"
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
     plait::flush_logs();
     std::cerr << "error: " << e.what() << "\n";
     if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
+    return 1;
+  } catch (const c10::Error& e) {  // LibTorch's own errors: the message without its C++ backtrace
+    plait::flush_logs();
+    std::cerr << "error: " << e.what_without_backtrace() << "\n";
     return 1;
   } catch (const std::exception& e) {
     plait::flush_logs();

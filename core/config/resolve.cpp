@@ -67,7 +67,7 @@ std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree) {
   return dirs;
 }
 
-ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry) {
+ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched) {
   ResolvedConfig out;
   std::vector<std::string> core_names;
   std::vector<std::string> all_keys;  // "table.key", for root-level typos
@@ -97,7 +97,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
 
   // Which plugins play which role.
   const Options& parallel = out.table("parallel");
-  const bool one_process = parallel.get<int64_t>("dp") == 1 && parallel.get<int64_t>("pp") == 1 &&
+  const bool one_process = !launched && parallel.get<int64_t>("dp") == 1 && parallel.get<int64_t>("pp") == 1 &&
                            parallel.get<int64_t>("tp") == 1;
   for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
     const std::string name = parallel.get<std::string>(role);

@@ -34,7 +34,7 @@ class ResolvedConfig {
   std::string to_toml(bool provenance) const;
 
  private:
-  friend ResolvedConfig resolve_config(const ConfigTree&, const PluginRegistry&);
+  friend ResolvedConfig resolve_config(const ConfigTree&, const PluginRegistry&, bool);
   std::vector<std::pair<std::string, ResolvedTable>> tables_;
   std::vector<PluginChoice> choices_;
 };
@@ -43,8 +43,9 @@ class ResolvedConfig {
 // exists, since the registry decides which plugin tables are valid).
 std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree);
 
-// Checks and fills the whole config. Plugins of the roles in use must exist in `registry`.
-// A table for a plugin that is found but not chosen is checked against its schema too.
-ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry);
+// Checks and fills the whole config. Plugins of the roles in use must exist in `registry`;
+// the comm plugin is in use when `launched` (ranks were or will be started) or a mesh
+// degree is not 1. A table for a plugin that is found but not chosen is checked too.
+ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched = false);
 
 }  // namespace plait

@@ -1,5 +1,7 @@
 #include "run/prepare.hpp"
 
+#include <ATen/detail/CUDAHooksInterface.h>
+
 #include "data/make_sampler.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/compatibility.hpp"
@@ -16,10 +18,16 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.loaded = load_config(config_path, overrides);
   run.registry = std::make_unique<PluginRegistry>(discover_plugins(config_plugin_dirs(run.loaded.tree)));
   run.registry->throw_if_refused();
-  run.config = std::make_unique<ResolvedConfig>(resolve_config(run.loaded.tree, *run.registry));
+  run.config = std::make_unique<ResolvedConfig>(resolve_config(run.loaded.tree, *run.registry, known_world > 0));
   check_compatibility(*run.config, *run.registry);
   run.model = resolve_model_spec(run.config->table("model"));
   resolve_seq_len(run.config->table("data"), run.model);
+  const ConfigEntry* device = run.loaded.tree.find("train", "device");
+  PLAIT_CHECK(run.config->table("train").get<std::string>("device") != "cuda" ||
+                  at::detail::getCUDAHooks().getNumGPUs() > 0,
+              concat(device ? device->source.describe() + ": " : std::string(),
+                     "[train] device = \"cuda\", but no CUDA device is visible"),
+              "run on a machine with a GPU, or set device = \"cpu\"");
 
   const Options& parallel = run.config->table("parallel");
   run.mesh = resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),

@@ -41,18 +41,18 @@ void run_ranks(int ranks, const std::vector<std::string>& args, const TempDir& d
 
 TEST_CASE("gloo: every operation on 2 ranks is correct and counted", "[plugin.gloo]") {
   TempDir dir;
-  REQUIRE_NOTHROW(run_ranks(2, {"gloo"}, dir));
+  REQUIRE_NOTHROW(run_ranks(2, {"gloo", "cpu"}, dir));
   CHECK_THAT(read_file(dir / "rank-1.log"), Contains("rank 1 of 2: all operations correct"));
 }
 
 TEST_CASE("gloo: every operation on 4 ranks is correct and counted", "[plugin.gloo]") {
   TempDir dir;
-  REQUIRE_NOTHROW(run_ranks(4, {"gloo"}, dir));
+  REQUIRE_NOTHROW(run_ranks(4, {"gloo", "cpu"}, dir));
   CHECK_THAT(read_file(dir / "rank-3.log"), Contains("rank 3 of 4: all operations correct"));
 }
 
 TEST_CASE("gloo: a collective that times out names its group and its caller", "[plugin.gloo]") {
   TempDir dir;
-  REQUIRE_NOTHROW(run_ranks(2, {"gloo", "timeout-check"}, dir));
+  REQUIRE_NOTHROW(run_ranks(2, {"gloo", "cpu", "timeout-check"}, dir));
   CHECK_THAT(read_file(dir / "rank-0.log"), Contains("timed out as expected"));
 }

@@ -1,0 +1,115 @@
+#pragma once
+// plait's Communicator over any c10d Backend (ProcessGroupGloo, ProcessGroupNCCL):
+// the comm plugins differ only in how they build the backend. Header-only, for plugins.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait::c10d_comm {
+
+// The group's own view of the job store: a TCP client under the group's key prefix.
+inline c10::intrusive_ptr<c10d::Store> group_store(const GroupSpec& spec) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(spec.store_port);
+  options.isServer = false;
+  options.waitWorkers = false;
+  options.timeout = spec.timeout;
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, options);
+  return c10::make_intrusive<c10d::PrefixStore>(spec.store_prefix, tcp);
+}
+
+class C10dWork final : public Work {
+ public:
+  explicit C10dWork(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
+  bool is_completed() override { return work_->isCompleted(); }
+  void wait(std::chrono::milliseconds timeout) override {
+    work_->wait(timeout.count() > 0 ? timeout : std::chrono::milliseconds(0));
+  }
+  std::exception_ptr exception() override { return work_->isCompleted() ? work_->exception() : nullptr; }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+};
+
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, int rank, int size, bool supports_avg)
+      : backend_(std::move(backend)), name_(std::move(name)), rank_(rank), size_(size), supports_avg_(supports_avg) {}
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return name_; }
+
+  std::shared_ptr<Work> all_reduce(at::Tensor& t, const AllReduceOptions& o) override {
+    std::vector<at::Tensor> v{t};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = reduce_op(o.op);
+    set_timeout(opts, o);
+    return wrap(backend_->allreduce(v, opts));
+  }
+  std::shared_ptr<Work> reduce_scatter(at::Tensor& out, const at::Tensor& in, const ReduceScatterOptions& o) override {
+    at::Tensor input = in;
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = reduce_op(o.op);
+    set_timeout(opts, o);
+    return wrap(backend_->_reduce_scatter_base(out, input, opts));
+  }
+  std::shared_ptr<Work> all_gather(at::Tensor& out, const at::Tensor& in, const CommOptions& o) override {
+    at::Tensor input = in;
+    c10d::AllgatherOptions opts;
+    set_timeout(opts, o);
+    return wrap(backend_->_allgather_base(out, input, opts));
+  }
+  std::shared_ptr<Work> broadcast(at::Tensor& t, const BroadcastOptions& o) override {
+    std::vector<at::Tensor> v{t};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = o.root;
+    set_timeout(opts, o);
+    return wrap(backend_->broadcast(v, opts));
+  }
+  std::shared_ptr<Work> send(const at::Tensor& t, const PointToPointOptions& o) override {
+    std::vector<at::Tensor> v{t};
+    return wrap(backend_->send(v, o.peer, o.tag_id));
+  }
+  std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
+    std::vector<at::Tensor> v{t};
+    return wrap(backend_->recv(v, o.peer, o.tag_id));
+  }
+  std::shared_ptr<Work> barrier(const CommOptions& o) override {
+    c10d::BarrierOptions opts;
+    set_timeout(opts, o);
+    return wrap(backend_->barrier(opts));
+  }
+
+ private:
+  c10d::ReduceOp reduce_op(ReduceOp op) const {
+    switch (op) {
+      case ReduceOp::sum: return c10d::ReduceOp::SUM;
+      case ReduceOp::max: return c10d::ReduceOp::MAX;
+      case ReduceOp::min: return c10d::ReduceOp::MIN;
+      case ReduceOp::avg:
+        if (supports_avg_) return c10d::ReduceOp::AVG;
+        break;
+    }
+    throw Error(concat(name_, " does not support the avg reduction"), "reduce with sum and divide by the group size");
+  }
+  template <class C10dOptions>
+  static void set_timeout(C10dOptions& opts, const CommOptions& o) {
+    if (o.timeout.count() > 0) opts.timeout = o.timeout;
+  }
+  static std::shared_ptr<Work> wrap(c10::intrusive_ptr<c10d::Work> w) { return std::make_shared<C10dWork>(std::move(w)); }
+
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  std::string name_;
+  int rank_, size_;
+  bool supports_avg_;
+};
+
+}  // namespace plait::c10d_comm

@@ -1,0 +1,67 @@
+// The GPU communicator: LibTorch's c10d ProcessGroupNCCL behind plait's Communicator.
+// Each rank drives the GPU its group spec names ("cuda:<local rank>").
+#include <cstdio>
+#include <string>
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+
+#include "common/c10d_communicator.hpp"
+#include "plait/sdk/sdk.hpp"
+
+namespace {
+
+// Without a visible GPU this plugin is listed but cannot be chosen.
+int nccl_probe(char* why, uint32_t size) {
+  try {
+    if (c10::cuda::device_count() > 0) return 1;
+    std::snprintf(why, size, "no CUDA device is visible");
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    std::snprintf(why, size, "CUDA is not usable here: %s", what.substr(0, what.find('\n')).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+#undef PLAIT_PLUGIN_PROBE
+#define PLAIT_PLUGIN_PROBE &nccl_probe
+#include "plait_schema.hpp"
+
+namespace {
+
+class NcclBackend final : public plait::CommBackend {
+ public:
+  void configure(const plait::PluginContext& context) override {
+    high_priority_ = context.options->get<bool>("high_priority_stream");
+  }
+
+  std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
+    PLAIT_CHECK(spec.device.rfind("cuda:", 0) == 0,
+                plait::concat("nccl moves CUDA tensors; group ", spec.name, " is on ", spec.device),
+                "set [train] device = \"cuda\", or use the gloo communicator on the CPU");
+    const int device = std::stoi(spec.device.substr(5));
+    PLAIT_CHECK(device < c10::cuda::device_count(),
+                plait::concat("nccl: rank ", spec.ranks[spec.group_rank], " wants GPU ", device, " but only ",
+                              static_cast<int>(c10::cuda::device_count()), " are visible"),
+                "start at most one rank per GPU on each node");
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    auto options = c10d::ProcessGroupNCCL::Options::create(high_priority_);
+    options->timeout = spec.timeout;
+    const int size = static_cast<int>(spec.ranks.size());
+    auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(plait::c10d_comm::group_store(spec), spec.group_rank, size,
+                                                          options);
+    return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "nccl", spec.group_rank, size,
+                                                                /*supports_avg=*/true);
+  }
+
+ private:
+  bool high_priority_ = false;
+};
+
+}  // namespace
+
+PLAIT_PLUGIN(NcclBackend, "nccl", "1.0.0", "cuda", plait_schema_toml,
+             "GPU collectives and send/recv through LibTorch's ProcessGroupNCCL")
