@@ -110,7 +110,7 @@ int run_single(PreparedRun& prep, const RunArgs& args) {
   // Every check has passed: only now does anything get written.
   const std::string folder = out_dir(args);
   create_run_folder(folder);
-  configure_logging((fs::path(folder) / "run.log").string(), args.verbose);
+  configure_logging((fs::path(folder) / "run.log").string(), args.verbose);  // one process: one log
   write_lock(prep, folder);
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
   auto world = World::single();
@@ -208,7 +208,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   const std::string who = concat("rank ", worker.rank, " (", worker.started_by, ")");
   PreparedRun prep = prepare_run(args.config, sets, worker.world_size);
   const std::string folder = from_plait ? worker.run_dir : out_dir(args);
-  if (!from_plait) configure_logging("", args.verbose);
+  configure_logging("", args.verbose);  // plait's launcher writes this rank's output to its log
 
   // The store: the launcher's, or rank 0's when torchrun or Slurm started the ranks.
   std::unique_ptr<JobStore> store =
@@ -232,7 +232,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
       PLAIT_CHECK(verdict == "ok", concat("rank 0 could not make the run folder: ", verdict), "");
       fs::create_directories(folder);
     }
-    configure_logging((fs::path(folder) / concat("rank-", worker.rank, ".log")).string(), args.verbose);
+    add_log_file((fs::path(folder) / concat("rank-", worker.rank, ".log")).string());
   }
   // Every rank must train the same config; compare against rank 0's.
   const std::string config_hash = hash_text(prep.config->to_toml(false));

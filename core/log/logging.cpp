@@ -60,12 +60,14 @@ class SpdLogger final : public Logger {
 
 void configure_logging(const std::string& file, bool verbose) {
   fan_out()->set_level(verbose ? spdlog::level::debug : spdlog::level::info);
-  if (!file.empty()) {
-    auto f = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false);
-    f->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%l] %v");
-    fan_out()->add_sink(f);
-    file_sinks().push_back(f);
-  }
+  if (!file.empty()) add_log_file(file);
+}
+
+void add_log_file(const std::string& file) {
+  auto f = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file, /*truncate=*/false);
+  f->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] [%l] %v");
+  fan_out()->add_sink(f);
+  file_sinks().push_back(f);
 }
 
 void write_log_files(LogLevel level, const std::string& message) {

@@ -10,6 +10,8 @@ namespace plait {
 
 // Sends every logger's output to the console and, when `file` is not empty, to that file.
 void configure_logging(const std::string& file, bool verbose);
+// Adds a log file to the sinks already configured.
+void add_log_file(const std::string& file);
 
 // A logger named e.g. "plait" or "plugin.ddp".
 std::unique_ptr<Logger> make_logger(const std::string& name);

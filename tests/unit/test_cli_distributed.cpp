@@ -91,6 +91,37 @@ TEST_CASE("a killed rank stops the whole job within 30 s, and plait names it", "
   CHECK(seconds < 30.0);
 }
 
+TEST_CASE("a stuck rank: the launcher's report says what the other ranks were waiting for", "[dist]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  auto job = std::async(std::launch::async, [&] {
+    return run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "100000", "--out", out.string(),
+                      "--set", "distributed.hang_warning_s=1"});
+  });
+  const auto give_up = Clock::now() + std::chrono::seconds(60);
+  int pid = -1;
+  while (Clock::now() < give_up && pid < 0) {
+    if (fs::exists(out / "ranks.json") && read_file(out / "rank-1.log").find("step ") != std::string::npos) {
+      pid = nlohmann::json::parse(read_file(out / "ranks.json"))[1].at("pid").get<int>();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGSTOP);  // rank 1 hangs; rank 0 waits for it in a collective
+  const auto warned_by = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < warned_by && read_file(out / "rank-0.log").find("is still waiting") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the watchdog publishes within a second
+  ::kill(pid, SIGKILL);
+  REQUIRE(job.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  ProcessResult r = job.get();
+  INFO(r.output);
+  CHECK_THAT(read_file(out / "rank-0.log"), Contains("warning: rank 0 is still waiting: ") && Contains(" on group "));
+  CHECK_THAT(r.output, Contains("operations ranks were waiting for:") && Contains("rank 0: ") &&
+                           Contains(" on group dp.0 for "));
+}
+
 TEST_CASE("a rank given a wrong master port fails within its rendezvous timeout, naming the address", "[dist]") {
   TempDir dir;
   const int port = free_port();
