@@ -24,7 +24,7 @@ from torch.nn import functional as F
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_models import GPT, Llama  # noqa: E402
+from reference_models import GPT, Llama, nanogpt_adamw  # noqa: E402
 
 B, T, STEPS = 4, 32, 10
 LR, WARMUP, MIN_LR_RATIO, WD, BETAS, EPS, CLIP = 2e-3, 2, 0.1, 0.1, (0.9, 0.95), 1e-8, 1.0
@@ -118,11 +118,7 @@ dump_logits = true
     if not diff <= TOL:
         failures.append(f"logits differ by {diff}")
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=LR, betas=BETAS, eps=EPS, foreach=False, fused=False)
+    opt = nanogpt_adamw(model.parameters(), lr=LR, weight_decay=WD, betas=BETAS, eps=EPS)
     print(f"{'step':>4} {'plait':>12} {'pytorch':>12} {'diff':>10}")
     for step in range(1, STEPS + 1):
         x, y = llmc_batch(tokens, step - 1)

@@ -160,3 +160,11 @@ class Llama(nn.Module):
         for layer in self.model.layers:
             x = layer(x)
         return self.lm_head(self.model.norm(x))
+
+
+def nanogpt_adamw(params, lr, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8):
+    """nanoGPT's (and plait's) AdamW: weight decay on 2-D weights only; the single-tensor path."""
+    params = list(params)
+    return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+                             lr=lr, betas=betas, eps=eps, foreach=False, fused=False)

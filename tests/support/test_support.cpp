@@ -54,6 +54,14 @@ ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std
   return result;
 }
 
+std::vector<nlohmann::json> read_metrics(const fs::path& run_dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(run_dir / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 std::string source_path(const std::string& relative) { return std::string(PLAIT_SOURCE_DIR) + "/" + relative; }
 
 }  // namespace plait::test

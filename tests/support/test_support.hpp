@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace plait::test {
 
 namespace fs = std::filesystem;
@@ -34,6 +36,9 @@ struct ProcessResult {
 
 // Runs `plait args...` with the given environment additions.
 ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+
+// metrics.jsonl of a run folder, one object per step.
+std::vector<nlohmann::json> read_metrics(const fs::path& run_dir);
 
 // A path inside the source tree.
 std::string source_path(const std::string& relative);

@@ -22,14 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::vector<nlohmann::json> metrics_of(const fs::path& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 const std::vector<std::string> kDdp2 = {"--set", "parallel.data=ddp", "--set", "parallel.dp=2"};
 
 std::vector<std::string> args_with(std::vector<std::string> head, const std::vector<std::string>& tail) {
@@ -52,7 +44,7 @@ TEST_CASE("the quickstart trains with two DDP ranks: loss falls, each rank logs,
     CHECK(fs::exists(out / f));
   }
   CHECK_THAT(read_file(out / "rank-1.log"), Contains("rank 1 of 2"));
-  const auto m = metrics_of(out);
+  const auto m = read_metrics(out);
   REQUIRE(m.size() == 40);
   CHECK(m[0].at("tokens").get<int64_t>() == 2 * 8 * 64);  // the global batch
   CHECK(m.back().at("loss").get<double>() < m.front().at("loss").get<double>() - 1.0);
@@ -174,7 +166,7 @@ TEST_CASE("ranks started with torchrun's variables train exactly as plait's laun
   REQUIRE(b.exit_code == 0);
   for (const char* f : {"config.lock.toml", "metrics.jsonl", "rank-0.log", "rank-1.log"}) CHECK(fs::exists(ext / f));
   REQUIRE(run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "5", "--out", own.string()}).exit_code == 0);
-  const auto me = metrics_of(ext), mo = metrics_of(own);
+  const auto me = read_metrics(ext), mo = read_metrics(own);
   REQUIRE(me.size() == 5);
   REQUIRE(mo.size() == 5);
   for (int i = 0; i < 5; ++i) CHECK(me[i].at("loss").get<double>() == mo[i].at("loss").get<double>());

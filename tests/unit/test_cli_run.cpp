@@ -14,14 +14,6 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<nlohmann::json> read_metrics(const fs::path& run) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(run / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 std::vector<double> losses(const fs::path& run) {
   std::vector<double> out;
   for (const auto& m : read_metrics(run)) out.push_back(m.at("loss").get<double>());

@@ -26,7 +26,7 @@ from torch.nn import functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
-from reference_models import GPT  # noqa: E402
+from reference_models import GPT, nanogpt_adamw  # noqa: E402
 
 # name: (size, B per rank, T, steps, warm-up steps)
 MODELS = {"tiny": ("tiny", 8, 64, 30, 5), "124m": ("124m", 1, 128, 6, 2)}
@@ -53,9 +53,7 @@ def torch_rank(rank, name, port, result):
     torch.manual_seed(0)
     model = torch.nn.parallel.DistributedDataParallel(GPT(V, block, L, H, C), bucket_cap_mb=25)
     params = list(model.parameters())
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
-                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    opt = nanogpt_adamw(params, lr=1e-3)
     rates = []
     for _ in range(steps):
         dist.barrier()

@@ -23,7 +23,7 @@ from torch.nn import functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
-from reference_models import GPT  # noqa: E402
+from reference_models import GPT, nanogpt_adamw  # noqa: E402
 
 # name: (n_layer, n_head, n_embd, vocab, block, B, T, steps)
 MODELS = {
@@ -63,9 +63,7 @@ def torch_round(name):
     torch.manual_seed(0)
     model = GPT(vocab_size=V, block_size=block, n_layer=L, n_head=H, n_embd=C)
     params = list(model.parameters())
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
-                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    opt = nanogpt_adamw(params, lr=1e-3)
     rates = []
     for _ in range(steps):
         t0 = time.perf_counter()
