@@ -61,6 +61,12 @@ void write_lock(const PreparedRun& prep, const std::string& folder) {
 RunSummary train_logged(const RunPlan& plan) {
   try {
     return run_training(plan);
+  } catch (const Error& e) {
+    write_log_files(LogLevel::error, concat("run failed: ", e.what()));
+    flush_logs();
+    // A copy made by the core: the original may have been built by a plugin library,
+    // which is unloaded with the registry before main() gets to print it.
+    throw Error(e.what(), e.hint());
   } catch (const std::exception& e) {
     write_log_files(LogLevel::error, concat("run failed: ", e.what()));  // main() prints it to the console
     flush_logs();

@@ -15,39 +15,86 @@ std::unique_ptr<World> World::join(const WorkerEnv& env, std::unique_ptr<JobStor
                      " but WORLD_SIZE is ", env.world_size),
               "make the degrees multiply to the number of processes, or use -1 for one of them");
   std::unique_ptr<World> world(new World(Mesh(shape, env.rank)));
-  auto connect = [&](const std::string& axis, const std::string& name, const std::vector<int>& ranks) {
-    GroupSpec spec;
-    spec.store_host = env.master_addr;
-    spec.store_port = store->port();
-    spec.store_prefix = store->prefix() + "group/" + name + "/";
-    spec.name = name;
-    spec.ranks = ranks;
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      if (ranks[i] == env.rank) spec.group_rank = static_cast<int>(i);
-    }
-    spec.timeout = settings.collective_timeout;
-    spec.device = device;
-    std::shared_ptr<Communicator> inner;
-    try {
-      inner = backend.connect(spec);
-    } catch (const std::exception& e) {
-      throw Error(concat("rank ", env.rank, " could not set up communicator group ", name, ": ", e.what()),
-                  "check that every rank started and can reach the others (firewall, interface)");
-    }
-    return make_counted(std::move(inner), axis, name, world->stats_);
-  };
+  world->backend_ = &backend;
+  world->master_addr_ = env.master_addr;
+  world->device_ = device;
+  world->collective_timeout_ = settings.collective_timeout;
+  world->store_ = std::move(store);
   std::vector<int> everyone(static_cast<std::size_t>(env.world_size));
   for (int r = 0; r < env.world_size; ++r) everyone[static_cast<std::size_t>(r)] = r;
-  world->all_ = connect("world", "world", everyone);
+  world->all_ = world->connect("world", "world", everyone);
   for (Axis axis : {Axis::pp, Axis::dp, Axis::tp}) {
     if (shape.size(axis) > 1) {
       world->groups_[static_cast<int>(axis)] =
-          connect(axis_name(axis), world->mesh_.group_name(axis), world->mesh_.group(axis));
+          world->connect(axis_name(axis), world->mesh_.group_name(axis), world->mesh_.group(axis));
     }
   }
-  world->store_ = std::move(store);
   world->watchdog_ = std::thread([w = world.get(), hang = settings.hang_warning, log = &log] { w->watch(hang, log); });
   return world;
+}
+
+std::shared_ptr<Communicator> World::connect(const std::string& axis, const std::string& name,
+                                             const std::vector<int>& ranks) {
+  GroupSpec spec;
+  spec.store_host = master_addr_;
+  spec.store_port = store_->port();
+  spec.store_prefix = store_->prefix() + "group/" + name + "/";
+  spec.name = name;
+  spec.ranks = ranks;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == rank()) spec.group_rank = static_cast<int>(i);
+  }
+  spec.timeout = collective_timeout_;
+  spec.device = device_;
+  std::shared_ptr<Communicator> inner;
+  try {
+    inner = backend_->connect(spec);
+  } catch (const std::exception& e) {
+    throw Error(concat("rank ", rank(), " could not set up communicator group ", name, ": ", e.what()),
+                "check that every rank started and can reach the others (firewall, interface)");
+  }
+  return make_counted(std::move(inner), axis, name, stats_);
+}
+
+Communicator* World::subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members) {
+  const std::vector<int>& axis_ranks = mesh_.group(axis);
+  std::vector<int> ranks;
+  bool mine = false;
+  for (int m : axis_members) {
+    PLAIT_CHECK(m >= 0 && m < static_cast<int>(axis_ranks.size()),
+                concat("subgroup ", name, ": member ", m, " is not a rank of the ", axis_name(axis), " group (size ",
+                       axis_ranks.size(), ")"),
+                "members are ranks within the axis group, from 0");
+    ranks.push_back(axis_ranks[static_cast<std::size_t>(m)]);
+    mine = mine || ranks.back() == rank();
+  }
+  PLAIT_CHECK(mine, concat("rank ", rank(), " asked for subgroup ", name, " without being in it"),
+              "every process builds only the subgroups it belongs to");
+  // The axis group's index keeps names unique across the mesh's other axes.
+  const std::string full_name = concat(mesh_.group_name(axis), ".", name);
+  subgroups_.push_back(connect(axis_name(axis), full_name, ranks));
+  return subgroups_.back().get();
+}
+
+namespace {
+class AxisGroupMaker final : public GroupMaker {
+ public:
+  AxisGroupMaker(World& world, Axis axis) : world_(world), axis_(axis) {}
+  Communicator* subgroup(const std::string& name, const std::vector<int>& members) override {
+    return world_.subgroup(axis_, name, members);
+  }
+
+ private:
+  World& world_;
+  Axis axis_;
+};
+}  // namespace
+
+GroupMaker* World::group_maker(Axis axis) {
+  if (group(axis) == nullptr) return nullptr;
+  auto& maker = makers_[static_cast<int>(axis)];
+  if (!maker) maker = std::make_unique<AxisGroupMaker>(*this, axis);
+  return maker.get();
 }
 
 World::~World() {

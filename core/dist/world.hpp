@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "dist/comm_stats.hpp"
 #include "dist/mesh.hpp"
@@ -41,10 +42,15 @@ class World {
   // Every rank, or null in a one-process world.
   Communicator* all() const { return all_.get(); }
   CommStats& stats() { return stats_; }
+  // A smaller group of an axis's members (collective over the axis group, see GroupMaker).
+  Communicator* subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members);
+  // The same, as the SDK's GroupMaker for one axis; null when the axis has one member.
+  GroupMaker* group_maker(Axis axis);
   JobStore* store() { return store_.get(); }
 
  private:
   World(Mesh mesh) : mesh_(std::move(mesh)) {}
+  std::shared_ptr<Communicator> connect(const std::string& axis, const std::string& name, const std::vector<int>& ranks);
   void watch(std::chrono::milliseconds hang_warning, Logger* log);
 
   Mesh mesh_;
@@ -52,6 +58,12 @@ class World {
   CommStats stats_;
   std::shared_ptr<Communicator> groups_[3];
   std::shared_ptr<Communicator> all_;
+  std::vector<std::shared_ptr<Communicator>> subgroups_;
+  std::unique_ptr<GroupMaker> makers_[3];
+  // What connect() needs after join().
+  CommBackend* backend_ = nullptr;
+  std::string master_addr_, device_;
+  std::chrono::milliseconds collective_timeout_{0};
   std::thread watchdog_;
   std::mutex mutex_;
   std::condition_variable stop_cv_;

@@ -6,44 +6,67 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
 
 #include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace {
 
-std::atomic<int64_t> g_current{0};
-std::atomic<int64_t> g_peak{0};
+struct Books {
+  std::atomic<int64_t> current{0};
+  std::atomic<int64_t> peak{0};
 
-void add(int64_t bytes) {
-  const int64_t now = g_current.fetch_add(bytes) + bytes;
-  int64_t peak = g_peak.load();
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  void add(int64_t bytes) {
+    const int64_t now = current.fetch_add(bytes) + bytes;
+    int64_t p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
   }
-}
+};
 
-// The byte count lives in a header just before the data. The data pointer is also the
-// deleter's context, as LibTorch's raw_allocate() callers (oneDNN scratch space) require.
+Books g_device, g_host;
+std::atomic<int64_t> g_limit{0};
+std::atomic<bool> g_limit_hit{false};
+thread_local bool t_host = false;
+
+// The byte count and domain live in a header just before the data. The data pointer is
+// also the deleter's context, as LibTorch's raw_allocate() callers (oneDNN scratch
+// space) require.
 constexpr std::size_t kHeader = 64;  // keeps c10's 64-byte alignment
+struct Header {
+  int64_t bytes;
+  int64_t host;
+};
 c10::DeleterFnPtr g_base_deleter = nullptr;
 
 void release(void* data) {
   char* raw = static_cast<char*>(data) - kHeader;
-  int64_t bytes = 0;
-  std::memcpy(&bytes, raw, sizeof(bytes));
-  g_current.fetch_sub(bytes);
+  Header h{};
+  std::memcpy(&h, raw, sizeof(h));
+  (h.host ? g_host : g_device).current.fetch_sub(h.bytes);
   g_base_deleter(raw);
 }
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 class TrackingAllocator final : public c10::Allocator {
  public:
   explicit TrackingAllocator(c10::Allocator* base) : base_(base) { g_base_deleter = base->raw_deleter(); }
 
   c10::DataPtr allocate(size_t n) override {
-    char* raw = static_cast<char*>(base_->raw_allocate(n + kHeader));
     const auto bytes = static_cast<int64_t>(n);
-    std::memcpy(raw, &bytes, sizeof(bytes));
-    add(bytes);
+    const int64_t limit = g_limit.load();
+    if (!t_host && limit > 0 && g_device.current.load() + bytes > limit) {
+      g_limit_hit = true;
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "plait device memory budget exceeded: allocating ", mib(bytes),
+                       " MiB with ", mib(g_device.current.load()), " MiB in use would pass the budget of ", mib(limit),
+                       " MiB (train.memory_limit_mb)");
+    }
+    char* raw = static_cast<char*>(base_->raw_allocate(n + kHeader));
+    const Header h{bytes, t_host ? 1 : 0};
+    std::memcpy(raw, &h, sizeof(h));
+    (t_host ? g_host : g_device).add(bytes);
     void* data = raw + kHeader;
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -56,6 +79,15 @@ class TrackingAllocator final : public c10::Allocator {
 
  private:
   c10::Allocator* base_;
+};
+
+class ThreadMemoryDomain final : public MemoryDomain {
+ public:
+  bool set_host(bool host) override {
+    const bool previous = t_host;
+    t_host = host;
+    return previous;
+  }
 };
 
 }  // namespace
@@ -71,8 +103,25 @@ void install_tracking_allocator() {
   });
 }
 
-MemoryStats cpu_memory_stats() { return {g_current.load(), g_peak.load()}; }
+MemoryStats cpu_memory_stats() {
+  return {g_device.current.load(), g_device.peak.load(), g_host.current.load(), g_host.peak.load()};
+}
 
-void reset_cpu_memory_peak() { g_peak.store(g_current.load()); }
+void reset_cpu_memory_peak() {
+  g_device.peak.store(g_device.current.load());
+  g_host.peak.store(g_host.current.load());
+}
+
+void set_device_memory_limit(int64_t bytes) {
+  g_limit = bytes;
+  g_limit_hit = false;
+}
+
+bool device_memory_limit_hit() { return g_limit_hit.load(); }
+
+MemoryDomain* tracking_memory_domain() {
+  static ThreadMemoryDomain domain;
+  return &domain;
+}
 
 }  // namespace plait

@@ -1,13 +1,21 @@
 #pragma once
 // Counts every byte LibTorch allocates on the CPU, so peak memory is measured rather
 // than estimated: a wrapper around the default CPU allocator, installed once per process.
+// Bytes are booked in one of two domains: host (what a thread allocates inside a
+// HostMemoryScope: offloaded model state) and device (everything else; on a CPU-only
+// run the "device" is the CPU). A budget on device bytes turns an allocation past it
+// into an out-of-memory error, as a GPU of that size would.
 #include <cstdint>
+
+#include "plait/sdk/context.hpp"
 
 namespace plait {
 
 struct MemoryStats {
-  int64_t current_bytes = 0;
+  int64_t current_bytes = 0;  // device domain
   int64_t peak_bytes = 0;
+  int64_t host_current_bytes = 0;
+  int64_t host_peak_bytes = 0;
 };
 
 // Idempotent. Tensors allocated before it are simply not counted.
@@ -15,5 +23,11 @@ void install_tracking_allocator();
 MemoryStats cpu_memory_stats();
 // Starts a new peak window at the current allocation.
 void reset_cpu_memory_peak();
+// The device-domain budget in bytes; 0 removes it.
+void set_device_memory_limit(int64_t bytes);
+// True once an allocation was refused for the budget (the error may arrive wrapped).
+bool device_memory_limit_hit();
+// The domain switch plugins receive in their context.
+MemoryDomain* tracking_memory_domain();
 
 }  // namespace plait

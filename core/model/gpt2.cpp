@@ -96,12 +96,13 @@ class Head final : public Layer {
 StageModel build_gpt2(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
   StageModel model;
   auto embeddings = std::make_shared<Embeddings>(spec, factory, init);
-  model.units.push_back({"transformer.", UnitKind::embedding, embeddings});
+  model.units.push_back({"transformer.", UnitKind::embedding, embeddings, {}});
   for (int64_t i = 0; i < spec.n_layer; ++i) {
     const std::string prefix = "transformer.h." + std::to_string(i);
-    model.units.push_back({prefix + ".", UnitKind::block, std::make_shared<Block>(spec, factory, init, prefix)});
+    model.units.push_back({prefix + ".", UnitKind::block, std::make_shared<Block>(spec, factory, init, prefix), {}});
   }
-  model.units.push_back({"transformer.", UnitKind::head, std::make_shared<Head>(spec, factory, init, embeddings->wte)});
+  model.units.push_back({"transformer.", UnitKind::head, std::make_shared<Head>(spec, factory, init, embeddings->wte),
+                         {"transformer.wte.weight"}});
   return model;
 }
 

@@ -130,14 +130,14 @@ class Head final : public Layer {
 
 StageModel build_llama(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
   StageModel model;
-  model.units.push_back({"model.", UnitKind::embedding, std::make_shared<Embeddings>(spec, factory, init)});
+  model.units.push_back({"model.", UnitKind::embedding, std::make_shared<Embeddings>(spec, factory, init), {}});
   auto rotary = std::make_shared<const Rotary>(spec, init.options);
   for (int64_t i = 0; i < spec.n_layer; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i);
     model.units.push_back(
-        {prefix + ".", UnitKind::block, std::make_shared<DecoderLayer>(spec, factory, init, prefix, rotary)});
+        {prefix + ".", UnitKind::block, std::make_shared<DecoderLayer>(spec, factory, init, prefix, rotary), {}});
   }
-  model.units.push_back({"", UnitKind::head, std::make_shared<Head>(spec, factory, init)});
+  model.units.push_back({"", UnitKind::head, std::make_shared<Head>(spec, factory, init), {}});
   return model;
 }
 

@@ -16,6 +16,7 @@
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
 #include "plait/sdk/data_parallel.hpp"
+#include "plait/sdk/offload.hpp"
 #include "run/metrics_writer.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/precision.hpp"
@@ -69,7 +70,7 @@ at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
 
 }  // namespace
 
-RunSummary run_training(const RunPlan& plan) {
+static RunSummary train_and_report(const RunPlan& plan) {
   const ResolvedConfig& cfg = *plan.config;
   const Options& train = cfg.table("train");
   const Options& data = cfg.table("data");
@@ -84,6 +85,11 @@ RunSummary run_training(const RunPlan& plan) {
   const bool primary = world.rank() == 0;  // writes metrics, weights and debug dumps
   Communicator* dp_group = world.group(Axis::dp);
   install_tracking_allocator();
+  const double limit_mb = train.get<double>("memory_limit_mb");
+  PLAIT_CHECK(limit_mb == 0.0 || train.get<std::string>("device") == "cpu",
+              "train.memory_limit_mb is enforced on CPU runs only (train.device is \"cuda\")",
+              "on a GPU the device's own memory is the budget: remove the key");
+  set_device_memory_limit(static_cast<int64_t>(limit_mb * 1024 * 1024));
   if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) {
     at::set_num_threads(static_cast<int>(threads));
   } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks
@@ -105,16 +111,31 @@ RunSummary run_training(const RunPlan& plan) {
     save_safetensors((out / "init.safetensors").string(), model_weights(model));
   }
 
-  // 2. Data parallel wraps the stage and owns the optimizer.
+  // 2. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
+  //    placement of model state, when there is one).
+  StepMetrics step_metrics;
+  const std::string offload_name = parallel.get<std::string>("offload");
+  std::shared_ptr<Offload> offload;
+  std::unique_ptr<Logger> offload_log;
+  std::unique_ptr<Metrics> offload_metrics;
+  PluginContext offload_context;
+  if (offload_name != "none") {
+    offload = std::static_pointer_cast<Offload>(plan.registry->create(*plan.registry->find(offload_name)));
+    offload_log = make_logger("plugin." + offload_name);
+    offload_metrics = step_metrics.for_plugin(offload_name);
+    offload_context = {offload_name, &cfg.table(offload_name), offload_log.get(), offload_metrics.get(),
+                       world.rank(),  world.size(),                tracking_memory_domain()};
+    offload->configure(offload_context);
+  }
   const std::string dp_name = parallel.get<std::string>("data");
   auto dp = std::static_pointer_cast<DataParallel>(plan.registry->create(*plan.registry->find(dp_name)));
-  StepMetrics step_metrics;
   auto dp_log = make_logger("plugin." + dp_name);
   auto dp_metrics = step_metrics.for_plugin(dp_name);
-  PluginContext dp_context{dp_name, &cfg.table(dp_name), dp_log.get(), dp_metrics.get(), world.rank(), world.size()};
+  PluginContext dp_context{dp_name,      &cfg.table(dp_name), dp_log.get(), dp_metrics.get(),
+                           world.rank(), world.size(),        tracking_memory_domain()};
   AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
                     train.get<double>("weight_decay")};
-  dp->setup({&dp_context, &model, adamw, dp_group});
+  dp->setup({&dp_context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16, offload.get()});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 3. Data and schedule.
@@ -194,6 +215,11 @@ RunSummary run_training(const RunPlan& plan) {
         {"param_bytes", state.params},
         {"grad_bytes", state.grads},
         {"optimizer_bytes", state.optimizer},
+        {"peak_host_mem_bytes", mem.host_peak_bytes},
+        {"host_mem_bytes", mem.host_current_bytes},
+        {"host_param_bytes", state.host_params},
+        {"host_grad_bytes", state.host_grads},
+        {"host_optimizer_bytes", state.host_optimizer},
     };
     add_comm_metrics(record, world.stats());
     for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
@@ -208,6 +234,27 @@ RunSummary run_training(const RunPlan& plan) {
     if (primary) save_safetensors((out / "final.safetensors").string(), weights);
   }
   return summary;
+}
+
+// An allocation refused for the memory budget may surface wrapped (autograd rethrows
+// it); either way the run ends with one sentence that names the rank and the strategy.
+RunSummary run_training(const RunPlan& plan) {
+  try {
+    return train_and_report(plan);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (!device_memory_limit_hit()) throw;
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
+    what = what.substr(0, what.find('\n'));
+    const Options& parallel = plan.config->table("parallel");
+    throw Error(concat("rank ", plan.world->rank(), " ran out of its device memory budget under data plugin '",
+                       parallel.get<std::string>("data"), "' (offload '", parallel.get<std::string>("offload"),
+                       "'): ", what),
+                "shard the model state (parallel.data = \"zero\" with zero.stage = 3, or \"fsdp\"; add "
+                "parallel.offload = \"cpu\"), lower data.micro_batch_size, or raise train.memory_limit_mb");
+  }
 }
 
 }  // namespace plait

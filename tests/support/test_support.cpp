@@ -1,5 +1,7 @@
 #include "support/test_support.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -63,5 +65,32 @@ std::vector<nlohmann::json> read_metrics(const fs::path& run_dir) {
 }
 
 std::string source_path(const std::string& relative) { return std::string(PLAIT_SOURCE_DIR) + "/" + relative; }
+
+ProcessResult quickstart_check(const TempDir& dir, int ranks, const std::string& dtype, int accum,
+                               const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"check", source_path("configs/quickstart.toml"), "--steps", "4", "--out",
+                                   (dir / "check").string()};
+  std::vector<std::string> all = {"parallel.dp=" + std::to_string(ranks), "train.dtype=" + dtype,
+                                  "train.grad_accum=" + std::to_string(accum), "train.grad_clip=0.5"};
+  all.insert(all.end(), sets.begin(), sets.end());
+  for (const auto& s : all) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return run_plait(args);
+}
+
+void expect_check_passed(const TempDir& dir, const ProcessResult& r, const std::string& dtype) {
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("PASS") &&
+                           Catch::Matchers::Contains("gradients after step 1: 28 parameters"));
+  if (r.exit_code != 0) return;
+  auto report = nlohmann::json::parse(read_file(dir / "check/equivalence.json"));
+  CHECK(report.at("passed").get<bool>());
+  CHECK(report.at("tolerance").get<double>() == (dtype == "float64" ? 1e-10 : 1e-5));
+  // Clipping was on: the reference's first gradient norm is above 0.5.
+  CHECK(read_metrics(dir / "check/reference").front().at("grad_norm").get<double>() > 0.5);
+}
 
 }  // namespace plait::test

@@ -40,6 +40,15 @@ ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std
 // metrics.jsonl of a run folder, one object per step.
 std::vector<nlohmann::json> read_metrics(const fs::path& run_dir);
 
+// `plait check` (the equivalence harness) of configs/quickstart.toml for 4 steps with
+// clipping at 0.5, on `ranks` data-parallel ranks, in `dtype`, with `accum`
+// microbatches, and `sets` ("key=value" each) on top; output in dir/check.
+ProcessResult quickstart_check(const TempDir& dir, int ranks, const std::string& dtype, int accum,
+                               const std::vector<std::string>& sets = {});
+// What every passing check must show: exit 0, PASS, all 28 gradients compared, the
+// default tolerance of its dtype, and clipping really on in the reference.
+void expect_check_passed(const TempDir& dir, const ProcessResult& r, const std::string& dtype);
+
 // A path inside the source tree.
 std::string source_path(const std::string& relative);
 

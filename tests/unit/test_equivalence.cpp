@@ -15,30 +15,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-ProcessResult check(const TempDir& dir, int ranks, const std::string& dtype, int accum,
-                    std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"check", source_path("configs/quickstart.toml"), "--steps", "4", "--out",
-                                   (dir / "check").string(), "--set", "parallel.data=ddp", "--set",
-                                   concat("parallel.dp=", ranks), "--set", concat("train.dtype=", dtype), "--set",
-                                   concat("train.grad_accum=", accum), "--set", "train.grad_clip=0.5"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return run_plait(args);
-}
-
 void expect_pass(int ranks, const std::string& dtype, int accum) {
   TempDir dir;
-  ProcessResult r = check(dir, ranks, dtype, accum);
-  INFO(r.output);
-  CHECK(r.exit_code == 0);
-  CHECK_THAT(r.output, Contains("PASS") && Contains("gradients after step 1: 28 parameters"));
-  auto report = nlohmann::json::parse(read_file(dir / "check/equivalence.json"));
-  CHECK(report.at("passed").get<bool>());
-  CHECK(report.at("tolerance").get<double>() == (dtype == "float64" ? 1e-10 : 1e-5));
-  // Clipping was on: the reference's first gradient norm is above 0.5.
-  std::ifstream metrics(dir / "check/reference/metrics.jsonl");
-  std::string first;
-  std::getline(metrics, first);
-  CHECK(nlohmann::json::parse(first).at("grad_norm").get<double>() > 0.5);
+  expect_check_passed(dir, quickstart_check(dir, ranks, dtype, accum, {"parallel.data=ddp"}), dtype);
 }
 
 }  // namespace
@@ -54,7 +33,7 @@ TEST_CASE("ddp on 4 ranks, float32, with gradient accumulation", "[equivalence]"
 
 TEST_CASE("ddp without overlap and with one bucket per parameter still equals the single process", "[equivalence]") {
   TempDir dir;
-  ProcessResult r = check(dir, 2, "float64", 2, {"--set", "ddp.overlap=false", "--set", "ddp.bucket_cap_mb=0"});
+  ProcessResult r = quickstart_check(dir, 2, "float64", 2, {"parallel.data=ddp", "ddp.overlap=false", "ddp.bucket_cap_mb=0"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }

@@ -76,6 +76,17 @@ class PLAIT_SDK_VISIBLE Communicator {
   virtual std::shared_ptr<Work> barrier(const CommOptions& o) = 0;
 };
 
+// Splits a mesh axis's group into smaller ones (hybrid sharding: shard within groups,
+// replicate across them). Collective: every member of the axis group calls it with the
+// same name and the same partition, in the same order.
+class PLAIT_SDK_VISIBLE GroupMaker {
+ public:
+  virtual ~GroupMaker() = default;
+  // `members`: ranks within the axis group, in the new group's rank order; this
+  // process must be one of them. The group lives as long as the job.
+  virtual Communicator* subgroup(const std::string& name, const std::vector<int>& members) = 0;
+};
+
 // What a comm plugin needs to build one group. Rendezvous goes through the job's TCP
 // store (c10d's TCPStore protocol) under a key prefix of the group's own.
 struct GroupSpec {

@@ -34,6 +34,32 @@ class PLAIT_SDK_VISIBLE Metrics {
   virtual void count(std::string_view name, double amount) = 0;
 };
 
+// Host memory (offloaded model state) is counted apart from device memory. On a CPU-only
+// run both are the same RAM, so what a thread allocates inside a HostMemoryScope is
+// what counts as host; elsewhere the scope only keeps the books straight.
+class PLAIT_SDK_VISIBLE MemoryDomain {
+ public:
+  virtual ~MemoryDomain() = default;
+  // Makes this thread's allocations count as host memory (or not); returns the old setting.
+  virtual bool set_host(bool host) = 0;
+};
+
+class HostMemoryScope {
+ public:
+  explicit HostMemoryScope(MemoryDomain* domain) : domain_(domain) {
+    if (domain_ != nullptr) previous_ = domain_->set_host(true);
+  }
+  ~HostMemoryScope() {
+    if (domain_ != nullptr) domain_->set_host(previous_);
+  }
+  HostMemoryScope(const HostMemoryScope&) = delete;
+  HostMemoryScope& operator=(const HostMemoryScope&) = delete;
+
+ private:
+  MemoryDomain* domain_;
+  bool previous_ = false;
+};
+
 struct PluginContext {
   std::string plugin_name;
   const Options* options = nullptr;  // the plugin's own table, validated
@@ -41,6 +67,7 @@ struct PluginContext {
   Metrics* metrics = nullptr;        // null for comm plugins: the core counts their operations
   int rank = 0;        // global rank of this process
   int world_size = 1;  // number of processes in the job
+  MemoryDomain* memory = nullptr;  // null where host and device memory are not told apart
 };
 
 }  // namespace plait

@@ -17,6 +17,7 @@
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
 #include "plait/sdk/model.hpp"
+#include "plait/sdk/offload.hpp"
 #include "plait/sdk/optim.hpp"
 #include "plait/sdk/plugin.hpp"
 
@@ -51,6 +52,11 @@ struct DataParallelSetup {
   StageModel* model = nullptr;
   AdamWConfig adamw;
   Communicator* dp_group = nullptr;  // null in a single-process run
+  GroupMaker* groups = nullptr;      // splits dp_group; null in a single-process run
+  // train.dtype = bfloat16: compute in bf16 with fp32 master weights. The model arrives
+  // in fp32 and runs under autocast; a sharding plugin may keep bf16 working copies.
+  bool bf16 = false;
+  Offload* offload = nullptr;        // the offload plugin, or null
 };
 
 class PLAIT_SDK_VISIBLE DataParallel : public Plugin {

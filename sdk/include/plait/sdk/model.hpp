@@ -27,6 +27,10 @@ struct UnitSlot {
   std::string prefix;  // e.g. "transformer.h.3.", prepended to the unit's parameter names
   UnitKind kind = UnitKind::block;
   std::shared_ptr<Layer> unit;
+  // Parameters of other units this unit's forward reads (a tied head reads the token
+  // embedding), by full name. A strategy that frees a unit's parameters between uses
+  // must keep the owner's gathered while this unit runs.
+  std::vector<std::string> borrowed;
 };
 
 struct ParamRef {

@@ -1,0 +1,45 @@
+// Host-memory offload (ZeRO-Offload's split): optimizer state and fp32 master weights,
+// the reduced gradient shards, and optionally the stage-3 parameter shards live in host
+// memory, and the optimizer update runs on the host. Everything it allocates is
+// counted as host memory by the runtime's books, so a CPU-only run shows the split too.
+#include "plait/sdk/sdk.hpp"
+#include "plait_schema.hpp"
+
+namespace {
+
+class CpuOffload final : public plait::Offload {
+ public:
+  void configure(const plait::PluginContext& context) override {
+    context_ = context;
+    params_ = context.options->get<bool>("params");
+    pin_ = context.options->get<bool>("pin_memory");
+  }
+
+  bool offloads(plait::StateRole role) const override {
+    return role != plait::StateRole::param || params_;
+  }
+
+  at::Tensor to_host(const at::Tensor& tensor) override {
+    plait::HostMemoryScope scope(context_.memory);
+    const bool pin = pin_ && tensor.is_cuda();
+    at::Tensor host = at::empty(tensor.sizes(), tensor.options().device(at::kCPU).pinned_memory(pin));
+    host.copy_(tensor);
+    if (context_.metrics != nullptr) context_.metrics->count("d2h_bytes", static_cast<double>(host.nbytes()));
+    return host;
+  }
+
+  void run_on_host(const std::function<void()>& work) override {
+    plait::HostMemoryScope scope(context_.memory);
+    work();
+  }
+
+ private:
+  plait::PluginContext context_;
+  bool params_ = false;
+  bool pin_ = true;
+};
+
+}  // namespace
+
+PLAIT_PLUGIN(CpuOffload, "cpu", "1.0.0", "", plait_schema_toml,
+             "offload: optimizer state, master weights and gradient shards in host memory, update on the host")
