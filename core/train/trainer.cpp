@@ -35,12 +35,13 @@ NamedTensorList model_weights(const StageModel& model) {
   return out;
 }
 
-// Sum over the data-parallel group (identity without one), in float64.
-double dp_sum(Communicator* dp, double value, const char* what, int64_t microbatch = -1) {
+// Sum over the data-parallel group (identity without one), in float64. The core's
+// small collectives use the compute device: NCCL takes no host tensors.
+double dp_sum(Communicator* dp, at::Device device, double value, const char* what) {
   if (dp == nullptr) return value;
-  at::Tensor t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble));
+  at::Tensor t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(device));
   AllReduceOptions o;
-  o.tag = {"core", what, "", microbatch};
+  o.tag = {"core", what, "", -1};
   dp->all_reduce(t, o)->wait();
   return t.item<double>();
 }
@@ -59,6 +60,32 @@ void add_comm_metrics(nlohmann::ordered_json& record, CommStats& stats) {
   record["comm_ms"] = seconds * 1e3;
   record["comm"] = per_op;
   record["comm_bytes_by"] = drained.bus_bytes_by_caller;
+}
+
+// One record per rank of this rank's figures (sharded strategies differ by rank), gathered
+// over all ranks so that rank 0's metrics.jsonl holds every rank's. Its few bytes are
+// counted in the next step's traffic.
+nlohmann::ordered_json every_rank(World& world, at::Device device,
+                                  const std::vector<std::pair<std::string, int64_t>>& figures) {
+  std::vector<int64_t> numbers;
+  for (const auto& f : figures) numbers.push_back(f.second);
+  at::Tensor mine = at::tensor(numbers, at::TensorOptions().dtype(at::kLong)).to(device);
+  at::Tensor all = mine;
+  if (Communicator* everyone = world.all()) {
+    all = at::empty({mine.numel() * everyone->size()}, mine.options());
+    CommOptions o;
+    o.tag = {"core", "rank-report", "", -1};
+    everyone->all_gather(all, mine, o)->wait();
+  }
+  all = all.cpu();
+  nlohmann::ordered_json out = nlohmann::json::array();
+  const auto* values = all.data_ptr<int64_t>();
+  for (int64_t r = 0; r < all.numel() / mine.numel(); ++r) {
+    nlohmann::ordered_json one = {{"rank", r}};
+    for (std::size_t i = 0; i < figures.size(); ++i) one[figures[i].first] = values[r * mine.numel() + static_cast<int64_t>(i)];
+    out.push_back(std::move(one));
+  }
+  return out;
 }
 
 // Sum of token losses; the caller divides by the step's token count.
@@ -169,7 +196,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
       local_tokens += batches.back().targets.ne(-1).sum().item<int64_t>();
     }
     // The loss of a step is normalised by the tokens of the whole global batch.
-    const auto tokens = static_cast<int64_t>(dp_sum(dp_group, static_cast<double>(local_tokens), "token-count"));
+    const auto tokens = static_cast<int64_t>(dp_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
     double loss = 0.0;
     for (int64_t i = 0; i < accum; ++i) {
       const MicrobatchInfo mb{i, accum};
@@ -189,7 +216,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
                          {{"inputs", batches[i].inputs}, {"targets", batches[i].targets}, {"logits", logits.detach()}});
       }
     }
-    loss = dp_sum(dp_group, loss, "loss-sum") / static_cast<double>(tokens);
+    loss = dp_sum(dp_group, device, loss, "loss-sum") / static_cast<double>(tokens);
     if (step == 1 && debug.get<bool>("dump_grads")) {
       NamedTensors grads = dp->full_gradients();  // every rank: sharded strategies gather
       if (primary) save_safetensors((out / "debug_grads.safetensors").string(), grads);
@@ -222,6 +249,15 @@ static RunSummary train_and_report(const RunPlan& plan) {
         {"host_optimizer_bytes", state.host_optimizer},
     };
     add_comm_metrics(record, world.stats());
+    record["ranks"] = every_rank(world, device, {{"param_bytes", state.params},
+                                         {"grad_bytes", state.grads},
+                                         {"optimizer_bytes", state.optimizer},
+                                         {"host_param_bytes", state.host_params},
+                                         {"host_grad_bytes", state.host_grads},
+                                         {"host_optimizer_bytes", state.host_optimizer},
+                                         {"peak_mem_bytes", mem.peak_bytes},
+                                         {"peak_host_mem_bytes", mem.host_peak_bytes},
+                                         {"comm_bytes", static_cast<int64_t>(record["comm_bytes"].get<double>())}});
     for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
     if (metrics) metrics->write(record);
     summary.losses.push_back(loss);

@@ -83,7 +83,7 @@ TEST_CASE("refused: unknown plugin, listing the plugins found", "[cli]") {
   auto r = refuse(dir, "[parallel]\ndata = \"dpp\"\n");
   check_refused(r);
   CHECK_THAT(r.result.output, Contains("run.toml:2:1: [parallel].data: unknown data plugin 'dpp'") &&
-                                  Contains("(did you mean 'ddp'?)") && Contains("data plugins found: ddp, none") &&
+                                  Contains("(did you mean 'ddp'?)") && Contains("data plugins found: ddp, fsdp, none, zero") &&
                                   Contains("plugins are searched in"));
 }
 

@@ -17,7 +17,7 @@ TEST_CASE("mesh degrees resolve -1 from the world size and must multiply to it",
   CHECK_THROWS_WITH(resolve_mesh(-1, -1, 1, 8), Contains("at most one of dp, pp, tp may be -1"));
 }
 
-TEST_CASE("ranks lay out tp fastest, then dp, then pp; groups are the ranks along one axis", "[dist]") {
+TEST_CASE("ranks lay out tp fastest, then dp, then pp, and groups are the ranks along one axis", "[dist]") {
   const MeshShape shape{2, 2, 2};  // pp, dp, tp
   Mesh m(shape, 5);                 // 5 = (pp 1 * dp 2 + dp 0) * tp 2 + tp 1
   CHECK(m.coords().pp == 1);

@@ -87,7 +87,7 @@ TEST_CASE("require() names the wrong kind and lists what was found", "[plugins]"
   REQUIRE_THROWS_WITH(r.require("none", "comm", "cfg:1:1"), Contains("'none' is a data plugin, not a comm plugin"));
   REQUIRE_THROWS_WITH(r.require("fixture-goo", "data", "cfg:1:1"),
                       Contains("cfg:1:1: unknown data plugin 'fixture-goo'") && Contains("did you mean 'fixture-good'") &&
-                          Contains("data plugins found: ddp, none, fixture-good"));
+                          Contains("data plugins found: ddp, fsdp, none, zero, fixture-good"));
 }
 
 TEST_CASE("a plugin object keeps its library loaded after the registry is gone", "[plugins]") {

@@ -55,7 +55,7 @@ TEST_CASE("an unknown plugin lists the plugins of that kind that were found", "[
   TempDir dir;
   REQUIRE_THROWS_WITH(resolve_text(dir, "[parallel]\ndata = \"nonee\"\n"),
                       Contains("run.toml:2:1: [parallel].data") && Contains("unknown data plugin 'nonee'") &&
-                          Contains("did you mean 'none'") && Contains("data plugins found: ddp, none"));
+                          Contains("did you mean 'none'") && Contains("data plugins found: ddp, fsdp, none, zero"));
 }
 
 TEST_CASE("a plugin's table is checked against that plugin's own schema", "[config]") {

@@ -445,10 +445,11 @@ void ShardedEngine::finish_oldest_reduction() {
     }
     FlatGroup& g = groups_[r.group];
     on_host_if(offload_grads_, [&] {
+      const at::Tensor reduced = r.output.to(g.grad_shard.device());  // off the GPU when offloaded
       if (accumulated_ && plan_.stage != 1) {
-        g.grad_shard.add_(r.output);  // stage 2/3: the earlier microbatches' part is there
+        g.grad_shard.add_(reduced);  // stage 2/3: the earlier microbatches' part is there
       } else {
-        g.grad_shard.copy_(r.output);
+        g.grad_shard.copy_(reduced);
       }
     });
     if (context_->metrics && offload_grads_) context_->metrics->count("offload_d2h_bytes", static_cast<double>(r.output.nbytes()));
@@ -484,7 +485,7 @@ StepResult ShardedEngine::step(const StepArgs& args) {
   double squared = 0.0;
   for (const auto& g : groups_) squared += squared_norm(g.grad_shard);
   if (shard_comm_ != nullptr) {
-    at::Tensor t = at::full({1}, squared, at::TensorOptions().dtype(at::kDouble));
+    at::Tensor t = at::full({1}, squared, groups_.front().full.options().dtype(at::kDouble));
     AllReduceOptions o;
     o.tag = tag("grad-norm", "");
     shard_comm_->all_reduce(t, o)->wait();

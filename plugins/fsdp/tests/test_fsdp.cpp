@@ -71,3 +71,13 @@ TEST_CASE("a shard_size that does not divide the data-parallel degree is refused
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Matchers::Contains("shard_size 3 does not divide the data-parallel degree 4"));
 }
+
+TEST_CASE("fsdp trains in bf16 with fp32 master weights close to the single-process bf16 run", "[fsdp]") {
+  TempDir dir;
+  ProcessResult r = run_plait({"check", source_path("configs/quickstart.toml"), "--steps", "3", "--out",
+                               (dir / "check").string(), "--tolerance", "0.05", "--set", "parallel.data=fsdp", "--set",
+                               "train.dtype=bfloat16", "--set", "train.grad_accum=2"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("PASS"));
+}
