@@ -18,6 +18,7 @@
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "run/metrics_writer.hpp"
+#include "train/activation_checkpoint.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/precision.hpp"
 #include "train/progress.hpp"
@@ -134,6 +135,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
   const InitSpec init{seed, at::TensorOptions().dtype(precision.param_dtype).device(device)};
   auto factory = make_dense_layer_factory();
   StageModel model = build_model(plan.model, *factory, init);
+  apply_activation_checkpointing(model, train.get<std::string>("activation_checkpointing"));
   if (primary && checkpoint.get<bool>("save_init")) {
     save_safetensors((out / "init.safetensors").string(), model_weights(model));
   }
@@ -198,16 +200,19 @@ static RunSummary train_and_report(const RunPlan& plan) {
     // The loss of a step is normalised by the tokens of the whole global batch.
     const auto tokens = static_cast<int64_t>(dp_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
     double loss = 0.0;
+    int64_t activation_bytes = 0;  // held from the start of a forward to its backward, most of any microbatch
     for (int64_t i = 0; i < accum; ++i) {
       const MicrobatchInfo mb{i, accum};
       dp->before_microbatch(mb);
       at::Tensor inputs = batches[i].inputs.to(device), targets = batches[i].targets.to(device);
+      const int64_t before_forward = cpu_memory_stats().current_bytes;
       at::Tensor logits;
       {
         AutocastScope autocast(precision, device.type());
         logits = model.forward(inputs);
       }
       at::Tensor loss_sum = token_loss_sum(logits, targets);
+      activation_bytes = std::max(activation_bytes, cpu_memory_stats().current_bytes - before_forward);
       (loss_sum / static_cast<double>(tokens)).backward();
       dp->after_backward(mb);
       loss += loss_sum.item<double>();
@@ -242,6 +247,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
         {"param_bytes", state.params},
         {"grad_bytes", state.grads},
         {"optimizer_bytes", state.optimizer},
+        {"activation_bytes", activation_bytes},
         {"peak_host_mem_bytes", mem.host_peak_bytes},
         {"host_mem_bytes", mem.host_current_bytes},
         {"host_param_bytes", state.host_params},
@@ -256,7 +262,8 @@ static RunSummary train_and_report(const RunPlan& plan) {
                                          {"host_grad_bytes", state.host_grads},
                                          {"host_optimizer_bytes", state.host_optimizer},
                                          {"peak_mem_bytes", mem.peak_bytes},
-                                         {"peak_host_mem_bytes", mem.host_peak_bytes},
+                                         {"activation_bytes", activation_bytes},
+        {"peak_host_mem_bytes", mem.host_peak_bytes},
                                          {"comm_bytes", static_cast<int64_t>(record["comm_bytes"].get<double>())}});
     for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
     if (metrics) metrics->write(record);
