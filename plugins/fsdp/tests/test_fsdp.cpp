@@ -81,3 +81,12 @@ TEST_CASE("fsdp trains in bf16 with fp32 master weights close to the single-proc
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Matchers::Contains("PASS"));
 }
+
+TEST_CASE("fsdp on llama (untied head, grouped-query attention) on 4 ranks, float64, equals the single process", "[fsdp]") {
+  TempDir dir;
+  ProcessResult r = quickstart_check(dir, 4, "float64", 2, {"parallel.data=fsdp", "model.family=llama"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Matchers::Contains("PASS") &&
+                           Catch::Matchers::Contains("gradients after step 1: 21 parameters"));
+}
