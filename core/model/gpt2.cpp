@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "model/norms.hpp"
+#include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace {
@@ -28,6 +29,10 @@ class CausalSelfAttention final : public torch::nn::Module {
  public:
   CausalSelfAttention(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name)
       : n_head_(s.n_head / f.shard_count()), head_dim_(s.head_dim()) {
+    PLAIT_CHECK(s.n_head % f.shard_count() == 0,
+                concat(name, ": ", s.n_head, " attention heads do not split evenly over ", f.shard_count(),
+                       " tensor-parallel ranks"),
+                "choose parallel.tp dividing model.n_head");
     c_attn = register_module("c_attn", f.linear({name + ".c_attn", s.n_embd, 3 * s.n_embd, true, 0.02,
                                                  Split::column, 3}, init));
     // GPT-2's scaled init of residual projections.

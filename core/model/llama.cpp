@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "model/norms.hpp"
+#include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace {
@@ -51,6 +52,10 @@ class Attention final : public torch::nn::Module {
         n_kv_head_(s.n_kv_head / f.shard_count()),
         head_dim_(s.head_dim()),
         rotary_(std::move(rotary)) {
+    PLAIT_CHECK(s.n_head % f.shard_count() == 0 && s.n_kv_head % f.shard_count() == 0,
+                concat(name, ": ", s.n_head, " attention heads and ", s.n_kv_head,
+                       " key/value heads must both split evenly over ", f.shard_count(), " tensor-parallel ranks"),
+                "choose parallel.tp dividing model.n_kv_head (grouped-query heads are not replicated across tp)");
     const int64_t C = s.n_embd, KV = s.n_kv_head * s.head_dim();
     q_proj = register_module("q_proj", f.linear({name + ".q_proj", C, C, false, 0.02, Split::column}, init));
     k_proj = register_module("k_proj", f.linear({name + ".k_proj", C, KV, false, 0.02, Split::column}, init));
@@ -116,7 +121,7 @@ class Head final : public Layer {
   Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
     model_ = register_module("model", std::make_shared<torch::nn::Module>());
     norm_ = model_->register_module("norm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
-    lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column}, init));
+    lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column, 1, /*gather_output=*/true}, init));
   }
   at::Tensor forward(const at::Tensor& x) override { return lm_head->forward(norm_->forward(x)); }
   std::shared_ptr<Layer> lm_head;

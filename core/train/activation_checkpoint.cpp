@@ -54,6 +54,7 @@ class CheckpointedUnit final : public Layer {
     for (const auto& child : inner_->named_children()) register_module(child.key(), child.value());
     for (const auto& p : inner_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
   }
+  TensorSplit split_of(const std::string& local_name) const override { return inner_->split_of(local_name); }
   at::Tensor forward(const at::Tensor& x) override {
     if (!at::GradMode::is_enabled() || !x.requires_grad()) return inner_->forward(x);
     return Recompute::apply(x, inner_.get());

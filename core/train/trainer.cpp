@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/make_sampler.hpp"
+#include "dist/tensor_gather.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/tracking_allocator.hpp"
@@ -17,6 +19,7 @@
 #include "model/model_zoo.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
+#include "plait/sdk/tensor_parallel.hpp"
 #include "run/metrics_writer.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "train/lr_schedule.hpp"
@@ -127,22 +130,41 @@ static RunSummary train_and_report(const RunPlan& plan) {
   const auto seed = static_cast<uint64_t>(train.get<int64_t>("seed"));
   at::manual_seed(seed);
 
-  // 1. The model, through the layer factory.
   const Precision precision = precision_from(train.get<std::string>("dtype"));
   const at::Device device = train.get<std::string>("device") == "cuda"
                                 ? at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan.local_rank))
                                 : at::Device(c10::kCPU);
   const InitSpec init{seed, at::TensorOptions().dtype(precision.param_dtype).device(device)};
-  auto factory = make_dense_layer_factory();
+  // 1. The model, through the layer factory: the tensor plugin's (sharded layers), or dense.
+  const std::string tensor_name = parallel.get<std::string>("tensor");
+  Communicator* tp_group = world.group(Axis::tp);
+  StepMetrics step_metrics;
+  std::shared_ptr<TensorParallel> tensor;
+  std::unique_ptr<Logger> tensor_log;
+  std::unique_ptr<Metrics> tensor_metrics;
+  PluginContext tensor_context;
+  std::shared_ptr<LayerFactory> factory;
+  if (tensor_name == "none") {
+    factory = make_dense_layer_factory();
+  } else {
+    tensor = std::static_pointer_cast<TensorParallel>(plan.registry->create(*plan.registry->find(tensor_name)));
+    tensor_log = make_logger("plugin." + tensor_name);
+    tensor_metrics = step_metrics.for_plugin(tensor_name);
+    tensor_context = {tensor_name, &cfg.table(tensor_name), tensor_log.get(), tensor_metrics.get(),
+                      world.rank(), world.size(),            tracking_memory_domain()};
+    factory = tensor->layer_factory({&tensor_context, tp_group});
+  }
   StageModel model = build_model(plan.model, *factory, init);
+  std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
+  for (const auto& p : model.parameters()) splits[p.name] = p.split;
   apply_activation_checkpointing(model, train.get<std::string>("activation_checkpointing"));
-  if (primary && checkpoint.get<bool>("save_init")) {
-    save_safetensors((out / "init.safetensors").string(), model_weights(model));
+  if (checkpoint.get<bool>("save_init")) {
+    NamedTensors weights = gather_tensor_parallel(model_weights(model), splits, tp_group);
+    if (primary) save_safetensors((out / "init.safetensors").string(), weights);
   }
 
   // 2. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
   //    placement of model state, when there is one).
-  StepMetrics step_metrics;
   const std::string offload_name = parallel.get<std::string>("offload");
   std::shared_ptr<Offload> offload;
   std::unique_ptr<Logger> offload_log;
@@ -164,7 +186,8 @@ static RunSummary train_and_report(const RunPlan& plan) {
                            world.rank(), world.size(),        tracking_memory_domain()};
   AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
                     train.get<double>("weight_decay")};
-  dp->setup({&dp_context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16, offload.get()});
+  dp->setup({&dp_context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16, offload.get(),
+             tp_group});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 3. Data and schedule.
@@ -223,7 +246,8 @@ static RunSummary train_and_report(const RunPlan& plan) {
     }
     loss = dp_sum(dp_group, device, loss, "loss-sum") / static_cast<double>(tokens);
     if (step == 1 && debug.get<bool>("dump_grads")) {
-      NamedTensors grads = dp->full_gradients();  // every rank: sharded strategies gather
+      // Every rank: sharded strategies gather over dp, then tp slices are joined.
+      NamedTensors grads = gather_tensor_parallel(dp->full_gradients(), splits, tp_group);
       if (primary) save_safetensors((out / "debug_grads.safetensors").string(), grads);
     }
     const double lr = schedule.at(step);
@@ -273,7 +297,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
   }
   summary.seconds = seconds_since(run_start);
   if (checkpoint.get<bool>("save_final")) {
-    NamedTensors weights = dp->full_parameters();
+    NamedTensors weights = gather_tensor_parallel(dp->full_parameters(), splits, tp_group);
     if (primary) save_safetensors((out / "final.safetensors").string(), weights);
   }
   return summary;

@@ -26,6 +26,7 @@ class Ddp final : public plait::DataParallel {
   void setup(const plait::DataParallelSetup& setup) override {
     context_ = setup.context;
     comm_ = setup.dp_group;
+    tp_ = setup.tp_group;
     const plait::Options& options = *context_->options;
     overlap_ = options.get<bool>("overlap");
     optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
@@ -58,8 +59,10 @@ class Ddp final : public plait::DataParallel {
   }
 
   plait::StepResult step(const plait::StepArgs& args) override {
-    // Gradients are identical on every rank now, so the local norm is the global norm.
-    const double norm = optimizer_.clip_and_update(args.step, args.lr, args.grad_clip, /*release=*/false);
+    // Gradients are identical on every dp rank now: only tensor-parallel slices are summed.
+    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_,
+                                                buckets_.front().flat.options(), "ddp");
+    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip), /*release=*/false);
     for (auto& b : buckets_) b.flat.zero_();
     return {norm};
   }
@@ -147,6 +150,7 @@ class Ddp final : public plait::DataParallel {
 
   plait::PluginContext* context_ = nullptr;
   plait::Communicator* comm_ = nullptr;
+  plait::Communicator* tp_ = nullptr;
   bool overlap_ = true;
   bool sync_ = false;
   plait::MicrobatchInfo microbatch_;
@@ -158,5 +162,5 @@ class Ddp final : public plait::DataParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank", plait_schema_toml,
+PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,tensor", plait_schema_toml,
              "replicated data parallel: bucketed gradient all-reduce overlapped with backward")

@@ -128,7 +128,9 @@ TEST_CASE("a rank given a wrong master port fails within its rendezvous timeout,
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Contains(concat("rank 1 (torchrun) could not reach the rendezvous store at 127.0.0.1:", port,
                                        " within 3 s")));
-  CHECK(seconds < 3.0 + 3.0);  // the timeout, plus process start-up
+  // It gives up at its own 3 s, far below the 60 s default: the slack is process
+  // start-up, which takes seconds on a loaded 2-core machine (CI measured 6.07 s once).
+  CHECK(seconds < 3.0 + 20.0);
 }
 
 TEST_CASE("a mesh that does not multiply to the world size is refused before any rank starts", "[dist]") {

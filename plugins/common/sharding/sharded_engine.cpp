@@ -18,6 +18,7 @@ class GatheringUnit final : public Layer {
     for (const auto& child : inner_->named_children()) register_module(child.key(), child.value());
     for (const auto& p : inner_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
   }
+  TensorSplit split_of(const std::string& local_name) const override { return inner_->split_of(local_name); }
   at::Tensor forward(const at::Tensor& x) override {
     engine_->before_forward(unit_);
     at::Tensor y = inner_->forward(x);
@@ -59,6 +60,7 @@ void ShardedEngine::setup(const DataParallelSetup& setup) {
   plan_ = make_plan(*context_->options);
   adamw_ = setup.adamw;
   offload_ = setup.offload;
+  tp_ = setup.tp_group;
   params_ = setup.model->parameters();
   PLAIT_CHECK(!params_.empty(), concat(plan_.plugin, ": the model has no parameters"), "");
   const at::ScalarType dtype = params_.front().tensor.scalar_type();
@@ -251,12 +253,13 @@ void ShardedEngine::flatten(FlatGroup& g) {
   at::NoGradGuard no_grad;
   at::Tensor master_full = g.full;  // master dtype, whole, identical on every rank
   std::vector<int64_t> numels;
-  std::vector<bool> decay;
+  std::vector<bool> decay, tp_split;
   for (std::size_t i : g.params) {
     numels.push_back(params_[i].tensor.numel());
     decay.push_back(params_[i].decay);
+    tp_split.push_back(params_[i].split.dim >= 0);
   }
-  g.segments = segments_of(g.offsets, numels, decay, shard_rank_, g.shard);
+  g.segments = segments_of(g.offsets, numels, decay, tp_split, shard_rank_, g.shard);
   g.full = working_dtype_ == master_dtype_ ? master_full : master_full.to(working_dtype_);
   for (std::size_t k = 0; k < g.params.size(); ++k) {
     at::Tensor& p = params_[g.params[k]].tensor;
@@ -482,16 +485,11 @@ void ShardedEngine::update_group(FlatGroup& g, int64_t step, double lr, double c
 
 StepResult ShardedEngine::step(const StepArgs& args) {
   PLAIT_CHECK(accumulated_, concat(plan_.plugin, ": step() before any backward"), "");
-  double squared = 0.0;
-  for (const auto& g : groups_) squared += squared_norm(g.grad_shard);
-  if (shard_comm_ != nullptr) {
-    at::Tensor t = at::full({1}, squared, groups_.front().full.options().dtype(at::kDouble));
-    AllReduceOptions o;
-    o.tag = tag("grad-norm", "");
-    shard_comm_->all_reduce(t, o)->wait();
-    squared = t.item<double>();
+  SquaredNorms local;
+  for (const auto& g : groups_) {
+    for (const auto& s : g.segments) local.add(TensorSplit{s.tp_split ? 0 : -1, 1}, g.grad_shard.narrow(0, s.offset, s.length));
   }
-  const double norm = std::sqrt(squared);
+  const double norm = global_grad_norm(local, shard_comm_, tp_, groups_.front().full.options(), plan_.plugin);
   const double coef = clip_coefficient(norm, args.grad_clip);
 
   std::vector<std::shared_ptr<Work>> gathers;

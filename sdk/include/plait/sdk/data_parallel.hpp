@@ -16,6 +16,7 @@
 
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
+#include "plait/sdk/grad_norm.hpp"
 #include "plait/sdk/model.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/optim.hpp"
@@ -57,6 +58,9 @@ struct DataParallelSetup {
   // in fp32 and runs under autocast; a sharding plugin may keep bf16 working copies.
   bool bf16 = false;
   Offload* offload = nullptr;        // the offload plugin, or null
+  // Tensor parallel: parameters with a TensorSplit are slices; their squared norms are
+  // summed over this group for the global norm (grad_norm.hpp). Null without tp.
+  Communicator* tp_group = nullptr;
 };
 
 class PLAIT_SDK_VISIBLE DataParallel : public Plugin {

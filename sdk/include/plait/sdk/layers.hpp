@@ -28,6 +28,9 @@ struct LinearSpec {
   double init_std = 0.02;
   Split split = Split::none;
   int64_t fused_parts = 1;  // e.g. 3 for a fused q|k|v projection: each part splits alike
+  // A column split whose output must still be whole (an output head when the loss is
+  // not vocab-parallel): the slices are all-gathered along the last dimension.
+  bool gather_output = false;
 };
 
 struct EmbeddingSpec {

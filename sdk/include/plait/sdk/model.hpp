@@ -15,10 +15,20 @@
 
 namespace plait {
 
+// How the tensor-parallel axis splits a parameter: along `dim` into equal slices, one
+// per tp rank; with `parts` > 1 the parameter is `parts` tensors stacked along `dim`
+// (q|k|v) and each is sliced alike. dim -1: every tp rank holds it whole.
+struct TensorSplit {
+  int64_t dim = -1;
+  int64_t parts = 1;
+};
+
 // A module with one tensor input and one tensor output.
 class PLAIT_SDK_VISIBLE Layer : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& x) = 0;
+  // The split of one of this layer's own parameters (by its local name, e.g. "weight").
+  virtual TensorSplit split_of(const std::string& local_name) const { return {}; }
 };
 
 enum class UnitKind { embedding, block, head };
@@ -37,6 +47,7 @@ struct ParamRef {
   std::string name;  // full reference name, e.g. "transformer.h.0.attn.c_attn.weight"
   at::Tensor tensor;
   bool decay = false;  // AdamW weight decay applies (matrices and embeddings, not biases/norms)
+  TensorSplit split;   // this rank's slice of the reference parameter, under tensor parallel
 };
 
 // The units one rank runs, in order.
@@ -54,8 +65,15 @@ struct StageModel {
   std::vector<ParamRef> parameters() const {
     std::vector<ParamRef> out;
     for (const auto& slot : units) {
-      for (const auto& item : slot.unit->named_parameters(/*recurse=*/true)) {
-        out.push_back({slot.prefix + item.key(), item.value(), item.value().dim() >= 2});
+      // Module by module (the order of named_parameters), so each parameter's own layer
+      // can say how tensor parallel splits it.
+      for (const auto& module : slot.unit->named_modules("", /*include_self=*/true)) {
+        const auto* layer = dynamic_cast<const Layer*>(module.value().get());
+        const std::string path = module.key().empty() ? slot.prefix : slot.prefix + module.key() + ".";
+        for (const auto& item : module.value()->named_parameters(/*recurse=*/false)) {
+          out.push_back({path + item.key(), item.value(), item.value().dim() >= 2,
+                         layer ? layer->split_of(item.key()) : TensorSplit{}});
+        }
       }
     }
     return out;

@@ -71,14 +71,15 @@ class WholeParamsAdamW {
 
   const std::vector<ParamRef>& params() const { return params_; }
 
-  // Sum over parameters of the squared L2 norm of their gradients (this rank's part of
-  // the global norm).
-  double squared_grad_norm() const {
-    double sum = 0.0;
+  // The squared L2 norms of the gradients, by tensor-parallel kind (this rank's part of
+  // the global norm; see grad_norm.hpp).
+  template <class Norms>
+  Norms squared_grad_norms() const {
+    Norms sums;
     for (const auto& p : params_) {
-      if (p.tensor.grad().defined()) sum += squared_norm(p.tensor.grad());
+      if (p.tensor.grad().defined()) sums.add(p.split, p.tensor.grad());
     }
-    return sum;
+    return sums;
   }
 
   // Scales gradients by clip_coef (when below 1) and updates every parameter that has a
@@ -97,9 +98,15 @@ class WholeParamsAdamW {
   }
 
   // One optimizer step when every gradient here is whole and final (single process, or
-  // replicated after the all-reduce): clip by the global norm, update; returns the norm.
+  // replicated after the all-reduce, no tensor parallel): clip by the global norm,
+  // update; returns the norm. Under tensor parallel, get the norm from grad_norm.hpp's
+  // global_grad_norm and call update().
   double clip_and_update(int64_t step, double lr, double max_norm, bool release = true) {
-    const double norm = std::sqrt(squared_grad_norm());
+    double sum = 0.0;
+    for (const auto& p : params_) {
+      if (p.tensor.grad().defined()) sum += squared_norm(p.tensor.grad());
+    }
+    const double norm = std::sqrt(sum);
     update(step, lr, clip_coefficient(norm, max_norm), release);
     return norm;
   }

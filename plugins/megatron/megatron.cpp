@@ -1,0 +1,53 @@
+// Megatron-LM tensor parallel (Shoeybi et al. 2019) as a layer factory: the model zoo
+// asks for each linear with its split (column or row) and gets this rank's slice of it,
+// so attention heads and MLP hidden units are divided over the tp ranks while the model
+// code stays the same. Embeddings, norms and the head are replicated for now.
+#include "plait/sdk/sdk.hpp"
+#include "plait_schema.hpp"
+#include "tp_layers.hpp"
+
+namespace {
+
+using plait::megatron::TpPlace;
+
+class MegatronFactory final : public plait::LayerFactory {
+ public:
+  explicit MegatronFactory(TpPlace tp) : tp_(tp) {}
+  std::shared_ptr<plait::Layer> linear(const plait::LinearSpec& spec, const plait::InitSpec& init) override {
+    switch (spec.split) {
+      case plait::Split::column: return plait::megatron::column_linear(spec, init, tp_);
+      case plait::Split::row: return plait::megatron::row_linear(spec, init, tp_);
+      case plait::Split::none: break;
+    }
+    return plait::megatron::replicated_linear(spec, init);
+  }
+  std::shared_ptr<plait::Layer> embedding(const plait::EmbeddingSpec& spec, const plait::InitSpec& init) override {
+    return plait::megatron::replicated_embedding(spec, init);
+  }
+  std::shared_ptr<plait::Layer> tied_linear(const std::shared_ptr<plait::Layer>& embedding) override {
+    return plait::megatron::tied_head(embedding);
+  }
+  int64_t shard_count() const override { return tp_.ways; }
+
+ private:
+  TpPlace tp_;
+};
+
+class Megatron final : public plait::TensorParallel {
+ public:
+  std::shared_ptr<plait::LayerFactory> layer_factory(const plait::TensorParallelSetup& setup) override {
+    TpPlace tp;
+    tp.group = setup.tp_group;
+    if (tp.group != nullptr) {
+      tp.rank = tp.group->rank();
+      tp.ways = tp.group->size();
+    }
+    setup.context->log->info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank);
+    return std::make_shared<MegatronFactory>(tp);
+  }
+};
+
+}  // namespace
+
+PLAIT_PLUGIN(Megatron, "megatron", "0.1.0", "", plait_schema_toml,
+             "Megatron tensor parallel: column/row-parallel attention and MLP linears (heads split)")

@@ -1,0 +1,26 @@
+#pragma once
+// Megatron's tensor-parallel layers. A column-parallel linear keeps out/t rows of the
+// weight (each of a fused q|k|v's parts split alike) and needs its input whole; a
+// row-parallel linear keeps in/t columns, takes the column layer's split output and
+// all-reduces its partial sums. Weights are the reference model's, sliced: each rank
+// draws the whole parameter from its per-name seed and keeps its part.
+#include <memory>
+
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/layers.hpp"
+
+namespace plait::megatron {
+
+struct TpPlace {
+  Communicator* group = nullptr;  // null: a single tp rank
+  int64_t rank = 0, ways = 1;
+};
+
+std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
+std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
+std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init);
+std::shared_ptr<Layer> replicated_embedding(const EmbeddingSpec& spec, const InitSpec& init);
+// x E^T with the weight of an embedding made by replicated_embedding().
+std::shared_ptr<Layer> tied_head(const std::shared_ptr<Layer>& embedding);
+
+}  // namespace plait::megatron

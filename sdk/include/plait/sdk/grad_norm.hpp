@@ -1,0 +1,49 @@
+#pragma once
+// The global gradient norm when gradients are spread over ranks: a data-parallel shard
+// group holds one slice of every gradient each; the tensor-parallel group holds slices
+// of the split parameters and whole copies of the others. Each rank sums its squares
+// by kind, and the sums are reduced where they are spread, so every rank gets the norm
+// the single process computes.
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/model.hpp"
+#include "plait/sdk/optim.hpp"
+
+namespace plait {
+
+struct SquaredNorms {
+  double whole = 0.0;  // parameters every tp rank holds whole
+  double split = 0.0;  // tp-split parameters: this rank's slices
+
+  void add(const TensorSplit& split_of, const at::Tensor& grad) {
+    (split_of.dim >= 0 ? split : whole) += squared_norm(grad);
+  }
+};
+
+// `shards`: the group whose ranks hold disjoint pieces of every gradient (null when each
+// holds whole gradients); `tp`: the tensor-parallel group (null without one). `options`:
+// where the reduction runs (the compute device: NCCL takes no host tensors).
+inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp,
+                               const at::TensorOptions& options, const std::string& plugin) {
+  if (shards == nullptr && tp == nullptr) return std::sqrt(local.whole + local.split);
+  at::Tensor sums = at::tensor({local.whole, local.split}, at::TensorOptions().dtype(at::kDouble)).to(options.device());
+  if (shards != nullptr) {
+    AllReduceOptions o;
+    o.tag = {plugin, "grad-norm", "", -1};
+    shards->all_reduce(sums, o)->wait();
+  }
+  if (tp != nullptr) {
+    at::Tensor split = sums.narrow(0, 1, 1).clone();
+    AllReduceOptions o;
+    o.tag = {plugin, "grad-norm-tp", "", -1};
+    tp->all_reduce(split, o)->wait();
+    sums.narrow(0, 1, 1).copy_(split);
+  }
+  sums = sums.cpu();
+  return std::sqrt(sums[0].item<double>() + sums[1].item<double>());
+}
+
+}  // namespace plait
