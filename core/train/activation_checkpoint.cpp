@@ -46,22 +46,14 @@ struct Recompute : public torch::autograd::Function<Recompute> {
   }
 };
 
-// A block that checkpoints its inner block. It registers the inner block's children and
-// parameters under their own names, so parameter names do not change.
-class CheckpointedUnit final : public Layer {
+// A block that checkpoints its inner block.
+class CheckpointedUnit final : public WrappingLayer {
  public:
-  explicit CheckpointedUnit(std::shared_ptr<Layer> inner) : inner_(std::move(inner)) {
-    for (const auto& child : inner_->named_children()) register_module(child.key(), child.value());
-    for (const auto& p : inner_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
-  }
-  TensorSplit split_of(const std::string& local_name) const override { return inner_->split_of(local_name); }
+  using WrappingLayer::WrappingLayer;
   at::Tensor forward(const at::Tensor& x) override {
     if (!at::GradMode::is_enabled() || !x.requires_grad()) return inner_->forward(x);
     return Recompute::apply(x, inner_.get());
   }
-
- private:
-  std::shared_ptr<Layer> inner_;
 };
 
 }  // namespace

@@ -66,6 +66,26 @@ void add_comm_metrics(nlohmann::ordered_json& record, CommStats& stats) {
   record["comm_bytes_by"] = drained.bus_bytes_by_caller;
 }
 
+// A chosen plugin with what it was handed (its logger, metrics and context outlive it).
+template <class Interface>
+struct PluginInstance {
+  std::shared_ptr<Interface> plugin;
+  std::unique_ptr<Logger> log;
+  std::unique_ptr<Metrics> metrics;
+  PluginContext context;
+};
+
+template <class Interface>
+PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, StepMetrics& step_metrics) {
+  PluginInstance<Interface> p;
+  p.plugin = std::static_pointer_cast<Interface>(plan.registry->create(*plan.registry->find(name)));
+  p.log = make_logger("plugin." + name);
+  p.metrics = step_metrics.for_plugin(name);
+  p.context = {name,          &plan.config->table(name), p.log.get(),          p.metrics.get(),
+               plan.world->rank(), plan.world->size(),   tracking_memory_domain()};
+  return p;
+}
+
 // One record per rank of this rank's figures (sharded strategies differ by rank), gathered
 // over all ranks so that rank 0's metrics.jsonl holds every rank's. Its few bytes are
 // counted in the next step's traffic.
@@ -139,20 +159,13 @@ static RunSummary train_and_report(const RunPlan& plan) {
   const std::string tensor_name = parallel.get<std::string>("tensor");
   Communicator* tp_group = world.group(Axis::tp);
   StepMetrics step_metrics;
-  std::shared_ptr<TensorParallel> tensor;
-  std::unique_ptr<Logger> tensor_log;
-  std::unique_ptr<Metrics> tensor_metrics;
-  PluginContext tensor_context;
+  PluginInstance<TensorParallel> tensor;
   std::shared_ptr<LayerFactory> factory;
   if (tensor_name == "none") {
     factory = make_dense_layer_factory();
   } else {
-    tensor = std::static_pointer_cast<TensorParallel>(plan.registry->create(*plan.registry->find(tensor_name)));
-    tensor_log = make_logger("plugin." + tensor_name);
-    tensor_metrics = step_metrics.for_plugin(tensor_name);
-    tensor_context = {tensor_name, &cfg.table(tensor_name), tensor_log.get(), tensor_metrics.get(),
-                      world.rank(), world.size(),            tracking_memory_domain()};
-    factory = tensor->layer_factory({&tensor_context, tp_group});
+    tensor = make_plugin<TensorParallel>(plan, tensor_name, step_metrics);
+    factory = tensor.plugin->layer_factory({&tensor.context, tp_group});
   }
   StageModel model = build_model(plan.model, *factory, init);
   std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
@@ -166,28 +179,16 @@ static RunSummary train_and_report(const RunPlan& plan) {
   // 2. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
   //    placement of model state, when there is one).
   const std::string offload_name = parallel.get<std::string>("offload");
-  std::shared_ptr<Offload> offload;
-  std::unique_ptr<Logger> offload_log;
-  std::unique_ptr<Metrics> offload_metrics;
-  PluginContext offload_context;
+  PluginInstance<Offload> offload;
   if (offload_name != "none") {
-    offload = std::static_pointer_cast<Offload>(plan.registry->create(*plan.registry->find(offload_name)));
-    offload_log = make_logger("plugin." + offload_name);
-    offload_metrics = step_metrics.for_plugin(offload_name);
-    offload_context = {offload_name, &cfg.table(offload_name), offload_log.get(), offload_metrics.get(),
-                       world.rank(),  world.size(),                tracking_memory_domain()};
-    offload->configure(offload_context);
+    offload = make_plugin<Offload>(plan, offload_name, step_metrics);
+    offload.plugin->configure(offload.context);
   }
-  const std::string dp_name = parallel.get<std::string>("data");
-  auto dp = std::static_pointer_cast<DataParallel>(plan.registry->create(*plan.registry->find(dp_name)));
-  auto dp_log = make_logger("plugin." + dp_name);
-  auto dp_metrics = step_metrics.for_plugin(dp_name);
-  PluginContext dp_context{dp_name,      &cfg.table(dp_name), dp_log.get(), dp_metrics.get(),
-                           world.rank(), world.size(),        tracking_memory_domain()};
+  auto dp = make_plugin<DataParallel>(plan, parallel.get<std::string>("data"), step_metrics);
   AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
                     train.get<double>("weight_decay")};
-  dp->setup({&dp_context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16, offload.get(),
-             tp_group});
+  dp.plugin->setup({&dp.context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16,
+                    offload.plugin.get(), tp_group});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 3. Data and schedule.
@@ -206,7 +207,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
 
   log.info("model ", plan.model.family, " ", plan.model.size, ": ", closed_form_params(plan.model),
            " parameters; data ", data.get<std::string>("source"), ", B=", data.get<int64_t>("micro_batch_size"),
-           " T=", seq_len, " grad_accum=", accum, "; strategy ", dp_name, "; rank ", world.rank(), " of ",
+           " T=", seq_len, " grad_accum=", accum, "; strategy ", dp.context.plugin_name, "; rank ", world.rank(), " of ",
            world.size());
 
   RunSummary summary;
@@ -226,7 +227,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
     int64_t activation_bytes = 0;  // held from the start of a forward to its backward, most of any microbatch
     for (int64_t i = 0; i < accum; ++i) {
       const MicrobatchInfo mb{i, accum};
-      dp->before_microbatch(mb);
+      dp.plugin->before_microbatch(mb);
       at::Tensor inputs = batches[i].inputs.to(device), targets = batches[i].targets.to(device);
       const int64_t before_forward = cpu_memory_stats().current_bytes;
       at::Tensor logits;
@@ -237,7 +238,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
       at::Tensor loss_sum = token_loss_sum(logits, targets);
       activation_bytes = std::max(activation_bytes, cpu_memory_stats().current_bytes - before_forward);
       (loss_sum / static_cast<double>(tokens)).backward();
-      dp->after_backward(mb);
+      dp.plugin->after_backward(mb);
       loss += loss_sum.item<double>();
       if (primary && step == 1 && i == 0 && debug.get<bool>("dump_logits")) {
         save_safetensors((out / "debug_logits.safetensors").string(),
@@ -247,16 +248,16 @@ static RunSummary train_and_report(const RunPlan& plan) {
     loss = dp_sum(dp_group, device, loss, "loss-sum") / static_cast<double>(tokens);
     if (step == 1 && debug.get<bool>("dump_grads")) {
       // Every rank: sharded strategies gather over dp, then tp slices are joined.
-      NamedTensors grads = gather_tensor_parallel(dp->full_gradients(), splits, tp_group);
+      NamedTensors grads = gather_tensor_parallel(dp.plugin->full_gradients(), splits, tp_group);
       if (primary) save_safetensors((out / "debug_grads.safetensors").string(), grads);
     }
     const double lr = schedule.at(step);
-    const StepResult result = dp->step({step, lr, grad_clip});
+    const StepResult result = dp.plugin->step({step, lr, grad_clip});
 
     const double step_s = seconds_since(t0);
     const double tokens_per_s = static_cast<double>(tokens) / step_s;
     const MemoryStats mem = cpu_memory_stats();
-    const StateBytes state = dp->state_bytes();
+    const StateBytes state = dp.plugin->state_bytes();
     nlohmann::ordered_json record = {
         {"step", step},
         {"loss", loss},
@@ -266,29 +267,22 @@ static RunSummary train_and_report(const RunPlan& plan) {
         {"step_ms", step_s * 1e3},
         {"tokens_per_s", tokens_per_s},
         {"mfu", flops_per_token * tokens_per_s / peak_flops},
-        {"peak_mem_bytes", mem.peak_bytes},
         {"mem_bytes", mem.current_bytes},
-        {"param_bytes", state.params},
-        {"grad_bytes", state.grads},
-        {"optimizer_bytes", state.optimizer},
-        {"activation_bytes", activation_bytes},
-        {"peak_host_mem_bytes", mem.host_peak_bytes},
         {"host_mem_bytes", mem.host_current_bytes},
-        {"host_param_bytes", state.host_params},
-        {"host_grad_bytes", state.host_grads},
-        {"host_optimizer_bytes", state.host_optimizer},
     };
+    // What each rank holds differs under sharding: rank 0 records its own, and every
+    // rank's under "ranks".
+    std::vector<std::pair<std::string, int64_t>> figures = {
+        {"param_bytes", state.params},           {"grad_bytes", state.grads},
+        {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
+        {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
+        {"peak_mem_bytes", mem.peak_bytes},      {"peak_host_mem_bytes", mem.host_peak_bytes},
+        {"activation_bytes", activation_bytes},
+    };
+    for (const auto& [key, value] : figures) record[key] = value;
     add_comm_metrics(record, world.stats());
-    record["ranks"] = every_rank(world, device, {{"param_bytes", state.params},
-                                         {"grad_bytes", state.grads},
-                                         {"optimizer_bytes", state.optimizer},
-                                         {"host_param_bytes", state.host_params},
-                                         {"host_grad_bytes", state.host_grads},
-                                         {"host_optimizer_bytes", state.host_optimizer},
-                                         {"peak_mem_bytes", mem.peak_bytes},
-                                         {"activation_bytes", activation_bytes},
-        {"peak_host_mem_bytes", mem.host_peak_bytes},
-                                         {"comm_bytes", static_cast<int64_t>(record["comm_bytes"].get<double>())}});
+    figures.emplace_back("comm_bytes", static_cast<int64_t>(record["comm_bytes"].get<double>()));
+    record["ranks"] = every_rank(world, device, figures);
     for (const auto& [key, value] : step_metrics.drain()) record[key] = value;
     if (metrics) metrics->write(record);
     summary.losses.push_back(loss);
@@ -297,7 +291,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
   }
   summary.seconds = seconds_since(run_start);
   if (checkpoint.get<bool>("save_final")) {
-    NamedTensors weights = gather_tensor_parallel(dp->full_parameters(), splits, tp_group);
+    NamedTensors weights = gather_tensor_parallel(dp.plugin->full_parameters(), splits, tp_group);
     if (primary) save_safetensors((out / "final.safetensors").string(), weights);
   }
   return summary;

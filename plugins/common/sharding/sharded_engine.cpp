@@ -8,17 +8,11 @@
 namespace plait::sharding {
 namespace {
 
-// A unit whose forward asks the engine to gather its group first. It registers the
-// inner unit's own children and parameters under their names, so parameter names
-// are unchanged by wrapping.
-class GatheringUnit final : public Layer {
+// A unit whose forward asks the engine to gather its group first.
+class GatheringUnit final : public WrappingLayer {
  public:
   GatheringUnit(std::shared_ptr<Layer> inner, ShardedEngine* engine, int unit)
-      : inner_(std::move(inner)), engine_(engine), unit_(unit) {
-    for (const auto& child : inner_->named_children()) register_module(child.key(), child.value());
-    for (const auto& p : inner_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
-  }
-  TensorSplit split_of(const std::string& local_name) const override { return inner_->split_of(local_name); }
+      : WrappingLayer(std::move(inner)), engine_(engine), unit_(unit) {}
   at::Tensor forward(const at::Tensor& x) override {
     engine_->before_forward(unit_);
     at::Tensor y = inner_->forward(x);
@@ -27,7 +21,6 @@ class GatheringUnit final : public Layer {
   }
 
  private:
-  std::shared_ptr<Layer> inner_;
   ShardedEngine* engine_;
   int unit_;
 };
@@ -509,8 +502,9 @@ StepResult ShardedEngine::step(const StepArgs& args) {
       o.tag = tag("param-gather", g.name);
       gathers.push_back(shard_comm_->all_gather(g.full, inputs.back(), o));
     }
-    on_host_if(offload_grads_, [&] { g.grad_shard.zero_(); });
+    // Stage 1 without offload: the gradient shard is a view of the whole gradient.
     if (g.grad_full.defined()) g.grad_full.zero_();
+    if (!g.grad_full.defined() || offload_grads_) on_host_if(offload_grads_, [&] { g.grad_shard.zero_(); });
   }
   for (auto& w : gathers) w->wait();
   accumulated_ = false;
