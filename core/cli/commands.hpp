@@ -44,4 +44,11 @@ struct CheckArgs {
 int check(const CheckArgs& args);
 int config_validate(const ConfigArgs& args);
 
+struct ScheduleArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string trace;  // Chrome trace path, or empty
+};
+int schedule_show(const ScheduleArgs& args);
+
 }  // namespace plait::cli

@@ -59,6 +59,15 @@ int main(int argc, char** argv) {
   validate_cmd->add_option("config", config_args.config, "Config file (TOML)")->required();
   validate_cmd->add_option("--set", config_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
 
+  ScheduleArgs schedule_args;
+  auto* schedule_cmd = app.add_subcommand("schedule", "Inspect pipeline schedules");
+  schedule_cmd->require_subcommand(1);
+  auto* schedule_show_cmd =
+      schedule_cmd->add_subcommand("show", "Draw every pipeline rank's schedule as a timeline (nominal costs)");
+  schedule_show_cmd->add_option("config", schedule_args.config, "Config file (TOML)")->required();
+  schedule_show_cmd->add_option("--set", schedule_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
+  schedule_show_cmd->add_option("--trace", schedule_args.trace, "Also write the timeline as a Chrome trace (JSON)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -72,6 +81,7 @@ int main(int argc, char** argv) {
     if (*models_cmd) return models();
     if (*show_cmd) return config_show(config_args);
     if (*validate_cmd) return config_validate(config_args);
+    if (*schedule_show_cmd) return schedule_show(schedule_args);
   } catch (const plait::Error& e) {
     plait::flush_logs();
     std::cerr << "error: " << e.what() << "\n";

@@ -40,4 +40,66 @@ NamedTensors gather_tensor_parallel(const NamedTensors& local, const std::map<st
   return out;
 }
 
+namespace {
+
+constexpr int kStageGatherTag = 1 << 29;  // above the pipeline's activation and tied tags
+
+PointToPointOptions stage_gather_options(int peer, int seq, const std::string& what) {
+  PointToPointOptions o;
+  o.peer = peer;
+  o.tag_id = kStageGatherTag + seq;
+  o.tag = {"core", "stage-gather", what, -1};
+  return o;
+}
+
+}  // namespace
+
+NamedTensors gather_pipeline_stages(NamedTensors local, Communicator* pp) {
+  if (pp == nullptr) return local;
+  const auto on = local.empty() ? at::TensorOptions() : local.front().second.options();
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(on.device());
+  if (pp->rank() != 0) {
+    // Header per tensor: name length, dtype, rank, sizes; then the name's bytes and the data.
+    int seq = 0;
+    at::Tensor count = at::full({1}, static_cast<int64_t>(local.size()), longs);
+    pp->send(count, stage_gather_options(0, seq++, "count"))->wait();
+    for (const auto& [name, tensor] : local) {
+      std::vector<int64_t> header = {static_cast<int64_t>(name.size()), static_cast<int64_t>(tensor.scalar_type()),
+                                     tensor.dim()};
+      for (int64_t d : tensor.sizes()) header.push_back(d);
+      header.resize(16, 0);
+      at::Tensor head = at::tensor(header, longs.device(at::kCPU)).to(on.device());
+      pp->send(head, stage_gather_options(0, seq++, name))->wait();
+      at::Tensor bytes = at::empty({static_cast<int64_t>(name.size())}, at::TensorOptions().dtype(at::kByte));
+      std::copy(name.begin(), name.end(), bytes.data_ptr<uint8_t>());
+      bytes = bytes.to(on.device());
+      pp->send(bytes, stage_gather_options(0, seq++, name))->wait();
+      at::Tensor data = tensor.detach().contiguous();
+      pp->send(data, stage_gather_options(0, seq++, name))->wait();
+    }
+    return local;
+  }
+  for (int peer = 1; peer < pp->size(); ++peer) {
+    int seq = 0;
+    at::Tensor count = at::empty({1}, longs);
+    pp->recv(count, stage_gather_options(peer, seq++, "count"))->wait();
+    const int64_t n = count.cpu().item<int64_t>();
+    for (int64_t k = 0; k < n; ++k) {
+      at::Tensor head = at::empty({16}, longs);
+      pp->recv(head, stage_gather_options(peer, seq++, "header"))->wait();
+      head = head.cpu();
+      const int64_t* h = head.data_ptr<int64_t>();
+      at::Tensor bytes = at::empty({h[0]}, at::TensorOptions().dtype(at::kByte).device(on.device()));
+      pp->recv(bytes, stage_gather_options(peer, seq++, "name"))->wait();
+      bytes = bytes.cpu();
+      std::string name(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<std::size_t>(h[0]));
+      std::vector<int64_t> sizes(h + 3, h + 3 + h[2]);
+      at::Tensor data = at::empty(sizes, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[1])).device(on.device()));
+      pp->recv(data, stage_gather_options(peer, seq++, name))->wait();
+      local.emplace_back(std::move(name), std::move(data));
+    }
+  }
+  return local;
+}
+
 }  // namespace plait

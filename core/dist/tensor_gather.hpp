@@ -20,4 +20,9 @@ namespace plait {
 NamedTensors gather_tensor_parallel(const NamedTensors& local, const std::map<std::string, TensorSplit>& splits,
                                          Communicator* tp);
 
+// Every pipeline rank's tensors on pipeline rank 0 (its own first, then rank 1's, ...);
+// other ranks get theirs back. Names, shapes and dtypes travel with the data, since a
+// stage does not know another's. Without a pp group it returns `local`.
+NamedTensors gather_pipeline_stages(NamedTensors local, Communicator* pp);
+
 }  // namespace plait

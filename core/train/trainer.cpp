@@ -17,10 +17,15 @@
 #include "memory/tracking_allocator.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "pipeline/pipeline_executor.hpp"
+#include "pipeline/schedule_plan.hpp"
+#include "pipeline/stage_partition.hpp"
+#include "pipeline/tied_parameters.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
 #include "run/metrics_writer.hpp"
+#include "run/plugin_instance.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/precision.hpp"
@@ -39,14 +44,14 @@ NamedTensorList model_weights(const StageModel& model) {
   return out;
 }
 
-// Sum over the data-parallel group (identity without one), in float64. The core's
-// small collectives use the compute device: NCCL takes no host tensors.
-double dp_sum(Communicator* dp, at::Device device, double value, const char* what) {
-  if (dp == nullptr) return value;
+// Sum over a group (identity without one), in float64. The core's small collectives use
+// the compute device: NCCL takes no host tensors.
+double group_sum(Communicator* group, at::Device device, double value, const char* what) {
+  if (group == nullptr) return value;
   at::Tensor t = at::full({1}, value, at::TensorOptions().dtype(at::kDouble).device(device));
   AllReduceOptions o;
   o.tag = {"core", what, "", -1};
-  dp->all_reduce(t, o)->wait();
+  group->all_reduce(t, o)->wait();
   return t.item<double>();
 }
 
@@ -66,24 +71,10 @@ void add_comm_metrics(nlohmann::ordered_json& record, CommStats& stats) {
   record["comm_bytes_by"] = drained.bus_bytes_by_caller;
 }
 
-// A chosen plugin with what it was handed (its logger, metrics and context outlive it).
-template <class Interface>
-struct PluginInstance {
-  std::shared_ptr<Interface> plugin;
-  std::unique_ptr<Logger> log;
-  std::unique_ptr<Metrics> metrics;
-  PluginContext context;
-};
-
 template <class Interface>
 PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, StepMetrics& step_metrics) {
-  PluginInstance<Interface> p;
-  p.plugin = std::static_pointer_cast<Interface>(plan.registry->create(*plan.registry->find(name)));
-  p.log = make_logger("plugin." + name);
-  p.metrics = step_metrics.for_plugin(name);
-  p.context = {name,          &plan.config->table(name), p.log.get(),          p.metrics.get(),
-               plan.world->rank(), plan.world->size(),   tracking_memory_domain()};
-  return p;
+  return plait::make_plugin<Interface>(*plan.registry, *plan.config, name, step_metrics, plan.world->rank(),
+                                       plan.world->size());
 }
 
 // One record per rank of this rank's figures (sharded strategies differ by rank), gathered
@@ -110,13 +101,6 @@ nlohmann::ordered_json every_rank(World& world, at::Device device,
     out.push_back(std::move(one));
   }
   return out;
-}
-
-// Sum of token losses; the caller divides by the step's token count.
-at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
-  at::Tensor flat = logits.reshape({-1, logits.size(-1)});
-  if (flat.scalar_type() == at::kBFloat16) flat = flat.to(at::kFloat);
-  return at::cross_entropy_loss(flat, targets.reshape({-1}), {}, at::Reduction::Sum, /*ignore_index=*/-1);
 }
 
 }  // namespace
@@ -167,14 +151,30 @@ static RunSummary train_and_report(const RunPlan& plan) {
     tensor = make_plugin<TensorParallel>(plan, tensor_name, step_metrics);
     factory = tensor.plugin->layer_factory({&tensor.context, tp_group});
   }
-  StageModel model = build_model(plan.model, *factory, init);
+  StageModel whole = build_model(plan.model, *factory, init);
   std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
-  for (const auto& p : model.parameters()) splits[p.name] = p.split;
-  apply_activation_checkpointing(model, train.get<std::string>("activation_checkpointing"));
+  for (const auto& p : whole.parameters()) splits[p.name] = p.split;
   if (checkpoint.get<bool>("save_init")) {
-    NamedTensors weights = gather_tensor_parallel(model_weights(model), splits, tp_group);
+    NamedTensors weights = gather_tensor_parallel(model_weights(whole), splits, tp_group);
     if (primary) save_safetensors((out / "init.safetensors").string(), weights);
   }
+
+  // 2. The pipeline keeps this rank's stages; parameters tied across stages are mirrored.
+  const Mesh& mesh = world.mesh();
+  const int64_t pp = mesh.shape().pp, pp_rank = mesh.coords().pp;
+  Communicator* pp_group = world.group(Axis::pp);
+  const int64_t accum = train.get<int64_t>("grad_accum");
+  auto pipeline_schedule = configured_schedule(*plan.registry, cfg, step_metrics, world.rank(), world.size());
+  SchedulePlan schedule_plan =
+      plan_schedule(pipeline_schedule.plugin.get(), parallel.get<std::string>("pipeline"), pp, accum);
+  const StagePartition partition =
+      partition_stages(whole, schedule_plan.spec.stages(), parallel.get<std::vector<int64_t>>("stage_blocks"));
+  RankStages stages = rank_stages(whole, partition, pp, pp_rank);
+  TiedParameters tied(whole, partition, pp, pp_rank, pp_group);
+  whole = StageModel{};  // other stages' units are freed here
+  StageModel& model = stages.model;
+  tied.unlink_borrowed(model);
+  apply_activation_checkpointing(model, train.get<std::string>("activation_checkpointing"));
 
   // 2. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
   //    placement of model state, when there is one).
@@ -188,14 +188,16 @@ static RunSummary train_and_report(const RunPlan& plan) {
   AdamWConfig adamw{train.get<double>("beta1"), train.get<double>("beta2"), train.get<double>("eps"),
                     train.get<double>("weight_decay")};
   dp.plugin->setup({&dp.context, &model, adamw, dp_group, world.group_maker(Axis::dp), precision.autocast_bf16,
-                    offload.plugin.get(), tp_group});
+                    offload.plugin.get(), tp_group, pp_group});
+  tied.attach(model);
+  PipelineExecutor executor({&model, stages.units_of, schedule_plan.spec, schedule_plan.ranks[static_cast<std::size_t>(pp_rank)],
+                             pp_group, dp.plugin.get(), &tied, precision, device, precision.param_dtype,
+                             plan.model.n_embd});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 3. Data and schedule.
-  const Mesh& mesh = world.mesh();
   auto sampler = make_sampler(data, plan.model, seed, mesh.shape().dp, mesh.coords().dp);
   const int64_t steps = train.get<int64_t>("steps");
-  const int64_t accum = train.get<int64_t>("grad_accum");
   const int64_t seq_len = resolve_seq_len(data, plan.model);
   const LrSchedule schedule{train.get<std::string>("lr_schedule"), train.get<double>("lr"),
                             train.get<int64_t>("warmup_steps"), steps, train.get<double>("min_lr_ratio")};
@@ -210,6 +212,14 @@ static RunSummary train_and_report(const RunPlan& plan) {
            " T=", seq_len, " grad_accum=", accum, "; strategy ", dp.context.plugin_name, "; rank ", world.rank(), " of ",
            world.size());
 
+  // The last stage's first dp and tp rank has the logits to dump.
+  const bool logits_writer = pp_rank == pp - 1 && mesh.coords().dp == 0 && mesh.coords().tp == 0;
+  // Every stage's whole tensors on pipeline rank 0, for the first dp and tp rank's writes.
+  auto gather_stages = [&](NamedTensors local) {
+    if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return local;
+    return gather_pipeline_stages(std::move(local), pp_group);
+  };
+
   RunSummary summary;
   const auto run_start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
@@ -222,37 +232,24 @@ static RunSummary train_and_report(const RunPlan& plan) {
       local_tokens += batches.back().targets.ne(-1).sum().item<int64_t>();
     }
     // The loss of a step is normalised by the tokens of the whole global batch.
-    const auto tokens = static_cast<int64_t>(dp_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
-    double loss = 0.0;
-    int64_t activation_bytes = 0;  // held from the start of a forward to its backward, most of any microbatch
-    for (int64_t i = 0; i < accum; ++i) {
-      const MicrobatchInfo mb{i, accum};
-      dp.plugin->before_microbatch(mb);
-      at::Tensor inputs = batches[i].inputs.to(device), targets = batches[i].targets.to(device);
-      const int64_t before_forward = cpu_memory_stats().current_bytes;
-      at::Tensor logits;
-      {
-        AutocastScope autocast(precision, device.type());
-        logits = model.forward(inputs);
-      }
-      at::Tensor loss_sum = token_loss_sum(logits, targets);
-      activation_bytes = std::max(activation_bytes, cpu_memory_stats().current_bytes - before_forward);
-      (loss_sum / static_cast<double>(tokens)).backward();
-      dp.plugin->after_backward(mb);
-      loss += loss_sum.item<double>();
-      if (primary && step == 1 && i == 0 && debug.get<bool>("dump_logits")) {
-        save_safetensors((out / "debug_logits.safetensors").string(),
-                         {{"inputs", batches[i].inputs}, {"targets", batches[i].targets}, {"logits", logits.detach()}});
-      }
+    const auto tokens = static_cast<int64_t>(group_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
+    const bool dump_logits = logits_writer && step == 1 && debug.get<bool>("dump_logits");
+    const ScheduleOutcome outcome = executor.run(batches, static_cast<double>(tokens), dump_logits);
+    if (dump_logits) {
+      save_safetensors((out / "debug_logits.safetensors").string(),
+                       {{"inputs", batches[0].inputs}, {"targets", batches[0].targets}, {"logits", outcome.first_logits}});
     }
-    loss = dp_sum(dp_group, device, loss, "loss-sum") / static_cast<double>(tokens);
+    // Only the last stage computes the loss: the pipeline group sums it to every stage.
+    double loss = group_sum(pp_group, device, group_sum(dp_group, device, outcome.loss_sum, "loss-sum"), "loss-sum-pp");
+    loss /= static_cast<double>(tokens);
     if (step == 1 && debug.get<bool>("dump_grads")) {
       // Every rank: sharded strategies gather over dp, then tp slices are joined.
-      NamedTensors grads = gather_tensor_parallel(dp.plugin->full_gradients(), splits, tp_group);
+      NamedTensors grads = gather_stages(gather_tensor_parallel(dp.plugin->full_gradients(), splits, tp_group));
       if (primary) save_safetensors((out / "debug_grads.safetensors").string(), grads);
     }
     const double lr = schedule.at(step);
     const StepResult result = dp.plugin->step({step, lr, grad_clip});
+    tied.after_step(*dp.plugin);
 
     const double step_s = seconds_since(t0);
     const double tokens_per_s = static_cast<double>(tokens) / step_s;
@@ -277,7 +274,9 @@ static RunSummary train_and_report(const RunPlan& plan) {
         {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
         {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
         {"peak_mem_bytes", mem.peak_bytes},      {"peak_host_mem_bytes", mem.host_peak_bytes},
-        {"activation_bytes", activation_bytes},
+        {"activation_bytes", outcome.activation_bytes},
+        {"pipeline_busy_us", static_cast<int64_t>(outcome.busy_s * 1e6)},
+        {"pipeline_span_us", static_cast<int64_t>(outcome.span_s * 1e6)},
     };
     for (const auto& [key, value] : figures) record[key] = value;
     add_comm_metrics(record, world.stats());
@@ -291,7 +290,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
   }
   summary.seconds = seconds_since(run_start);
   if (checkpoint.get<bool>("save_final")) {
-    NamedTensors weights = gather_tensor_parallel(dp.plugin->full_parameters(), splits, tp_group);
+    NamedTensors weights = gather_stages(gather_tensor_parallel(dp.plugin->full_parameters(), splits, tp_group));
     if (primary) save_safetensors((out / "final.safetensors").string(), weights);
   }
   return summary;

@@ -1,8 +1,10 @@
 #pragma once
 // The training loop. It applies the interfaces in one fixed order:
-//   build the model through the layer factory -> (pipeline keeps this rank's units) ->
-//   data parallel wraps the stage and owns the optimizer -> loop:
-//   per microbatch: before_microbatch, forward, backward, after_backward; then step.
+//   build the model through the layer factory -> the pipeline schedule's plan keeps
+//   this rank's stages -> activation checkpointing wraps blocks -> offload -> data
+//   parallel wraps the stages and owns the optimizer -> loop: the executor runs this
+//   rank's schedule (forwards, backwards, sends, receives; the data plugin's calls
+//   around each backward); then the optimizer step.
 #include <string>
 #include <vector>
 

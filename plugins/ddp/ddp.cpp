@@ -27,6 +27,7 @@ class Ddp final : public plait::DataParallel {
     context_ = setup.context;
     comm_ = setup.dp_group;
     tp_ = setup.tp_group;
+    pp_ = setup.pp_group;
     const plait::Options& options = *context_->options;
     overlap_ = options.get<bool>("overlap");
     optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
@@ -60,7 +61,7 @@ class Ddp final : public plait::DataParallel {
 
   plait::StepResult step(const plait::StepArgs& args) override {
     // Gradients are identical on every dp rank now: only tensor-parallel slices are summed.
-    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_,
+    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_, pp_,
                                                 buckets_.front().flat.options(), "ddp");
     optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip), /*release=*/false);
     for (auto& b : buckets_) b.flat.zero_();
@@ -151,6 +152,7 @@ class Ddp final : public plait::DataParallel {
   plait::PluginContext* context_ = nullptr;
   plait::Communicator* comm_ = nullptr;
   plait::Communicator* tp_ = nullptr;
+  plait::Communicator* pp_ = nullptr;
   bool overlap_ = true;
   bool sync_ = false;
   plait::MicrobatchInfo microbatch_;
@@ -162,5 +164,5 @@ class Ddp final : public plait::DataParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,tensor", plait_schema_toml,
+PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,pipeline,tensor", plait_schema_toml,
              "replicated data parallel: bucketed gradient all-reduce overlapped with backward")

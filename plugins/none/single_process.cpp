@@ -16,11 +16,12 @@ class SingleProcess final : public plait::DataParallel {
                 "choose a data-parallel plugin such as ddp for dp > 1");
     optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
     tp_ = setup.tp_group;
+    pp_ = setup.pp_group;
   }
 
   plait::StepResult step(const plait::StepArgs& args) override {
     const auto& first = optimizer_.params().front().tensor;
-    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_,
+    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_, pp_,
                                                 first.options(), "none");
     optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip));
     return {norm};
@@ -40,9 +41,10 @@ class SingleProcess final : public plait::DataParallel {
  private:
   plait::WholeParamsAdamW optimizer_;
   plait::Communicator* tp_ = nullptr;
+  plait::Communicator* pp_ = nullptr;
 };
 
 }  // namespace
 
-PLAIT_PLUGIN(SingleProcess, "none", "1.0.0", "grad_accum,bf16,float64,tensor", plait_schema_toml,
+PLAIT_PLUGIN(SingleProcess, "none", "1.0.0", "grad_accum,bf16,float64,pipeline,tensor", plait_schema_toml,
              "single process: whole model, gradients and AdamW state on one rank (the reference)")

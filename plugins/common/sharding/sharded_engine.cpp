@@ -54,6 +54,7 @@ void ShardedEngine::setup(const DataParallelSetup& setup) {
   adamw_ = setup.adamw;
   offload_ = setup.offload;
   tp_ = setup.tp_group;
+  pp_ = setup.pp_group;
   params_ = setup.model->parameters();
   PLAIT_CHECK(!params_.empty(), concat(plan_.plugin, ": the model has no parameters"), "");
   const at::ScalarType dtype = params_.front().tensor.scalar_type();
@@ -482,7 +483,7 @@ StepResult ShardedEngine::step(const StepArgs& args) {
   for (const auto& g : groups_) {
     for (const auto& s : g.segments) local.add(TensorSplit{s.tp_split ? 0 : -1, 1}, g.grad_shard.narrow(0, s.offset, s.length));
   }
-  const double norm = global_grad_norm(local, shard_comm_, tp_, groups_.front().full.options(), plan_.plugin);
+  const double norm = global_grad_norm(local, shard_comm_, tp_, pp_, groups_.front().full.options(), plan_.plugin);
   const double coef = clip_coefficient(norm, args.grad_clip);
 
   std::vector<std::shared_ptr<Work>> gathers;

@@ -75,6 +75,7 @@ class ShardedEngine : public DataParallel {
   Communicator* shard_comm_ = nullptr;    // reduce-scatter / all-gather within the shard group
   Communicator* replica_comm_ = nullptr;  // hybrid: all-reduce of shards across shard groups
   Communicator* tp_ = nullptr;            // tensor parallel: split parameters' norms summed over it
+  Communicator* pp_ = nullptr;            // pipeline: every stage's squared norms summed over it
   int shard_rank_ = 0, shard_count_ = 1;
   at::ScalarType working_dtype_ = at::kFloat, master_dtype_ = at::kFloat;
   bool offload_params_ = false, offload_grads_ = false, offload_optimizer_ = false;

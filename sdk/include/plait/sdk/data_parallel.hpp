@@ -3,9 +3,13 @@
 // and when they are synchronised. A data plugin owns the optimizer step.
 //
 // The trainer calls, per optimizer step:
-//   for each microbatch i:  before_microbatch(i); forward; backward; after_backward(i)
+//   for each backward k of this rank:  before_microbatch(k); backward; after_backward(k)
 //   step(args)
-// in that fixed order. Loss is already normalised by the global token count, so a
+// in that fixed order. Forwards run between them as the pipeline schedule says (without
+// a pipeline: forward k just before backward k), so a plugin must not assume that the
+// forward of microbatch k comes after before_microbatch(k). Under an interleaved schedule
+// one backward covers one virtual stage's units only; the last one (is_last) is the
+// last gradient contribution of every parameter. Loss is already normalised by the global token count, so a
 // plugin sums gradients across ranks (it does not average them).
 #include <cstdint>
 #include <string>
@@ -61,6 +65,9 @@ struct DataParallelSetup {
   // Tensor parallel: parameters with a TensorSplit are slices; their squared norms are
   // summed over this group for the global norm (grad_norm.hpp). Null without tp.
   Communicator* tp_group = nullptr;
+  // Pipeline parallel: this rank holds some stages' parameters; squared norms are summed
+  // over this group for the global norm. Null without a pipeline.
+  Communicator* pp_group = nullptr;
 };
 
 class PLAIT_SDK_VISIBLE DataParallel : public Plugin {

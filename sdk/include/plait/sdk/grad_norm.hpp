@@ -24,11 +24,12 @@ struct SquaredNorms {
 };
 
 // `shards`: the group whose ranks hold disjoint pieces of every gradient (null when each
-// holds whole gradients); `tp`: the tensor-parallel group (null without one). `options`:
+// holds whole gradients); `tp`: the tensor-parallel group (null without one); `pp`: the
+// pipeline group, whose stages hold disjoint parameters (null without one). `options`:
 // where the reduction runs (the compute device: NCCL takes no host tensors).
-inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp,
+inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp, Communicator* pp,
                                const at::TensorOptions& options, const std::string& plugin) {
-  if (shards == nullptr && tp == nullptr) return std::sqrt(local.whole + local.split);
+  if (shards == nullptr && tp == nullptr && pp == nullptr) return std::sqrt(local.whole + local.split);
   at::Tensor sums = at::tensor({local.whole, local.split}, at::TensorOptions().dtype(at::kDouble)).to(options.device());
   if (shards != nullptr) {
     AllReduceOptions o;
@@ -41,6 +42,11 @@ inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, 
     o.tag = {plugin, "grad-norm-tp", "", -1};
     tp->all_reduce(split, o)->wait();
     sums.narrow(0, 1, 1).copy_(split);
+  }
+  if (pp != nullptr) {
+    AllReduceOptions o;
+    o.tag = {plugin, "grad-norm-pp", "", -1};
+    pp->all_reduce(sums, o)->wait();
   }
   sums = sums.cpu();
   return std::sqrt(sums[0].item<double>() + sums[1].item<double>());

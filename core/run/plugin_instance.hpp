@@ -1,0 +1,35 @@
+#pragma once
+// A chosen plugin, made from the registry, with what it was handed: its logger, its
+// metrics and its context outlive it, since the plugin may keep pointers to them.
+#include <memory>
+#include <string>
+
+#include "config/resolve.hpp"
+#include "log/logging.hpp"
+#include "memory/tracking_allocator.hpp"
+#include "plugins/plugin_registry.hpp"
+#include "run/metrics_writer.hpp"
+
+namespace plait {
+
+template <class Interface>
+struct PluginInstance {
+  std::shared_ptr<Interface> plugin;
+  std::unique_ptr<Logger> log;
+  std::unique_ptr<Metrics> metrics;
+  PluginContext context;
+};
+
+template <class Interface>
+PluginInstance<Interface> make_plugin(const PluginRegistry& registry, const ResolvedConfig& config,
+                                      const std::string& name, StepMetrics& step_metrics, int rank = 0,
+                                      int world_size = 1) {
+  PluginInstance<Interface> p;
+  p.plugin = std::static_pointer_cast<Interface>(registry.create(*registry.find(name)));
+  p.log = make_logger("plugin." + name);
+  p.metrics = step_metrics.for_plugin(name);
+  p.context = {name, &config.table(name), p.log.get(), p.metrics.get(), rank, world_size, tracking_memory_domain()};
+  return p;
+}
+
+}  // namespace plait

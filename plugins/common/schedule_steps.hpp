@@ -1,0 +1,23 @@
+#pragma once
+// The pieces every schedule plugin emits: a forward with its receive before and its
+// send after, a backward likewise. Receives are posted just before the compute that
+// reads them; sends never block (see sdk/include/plait/sdk/pipeline.hpp).
+#include <vector>
+
+#include "plait/sdk/pipeline.hpp"
+
+namespace plait::schedules {
+
+inline void add_forward(std::vector<Action>& out, int64_t stage, int64_t microbatch, int64_t stages) {
+  if (stage > 0) out.push_back({ActionType::recv_activation, stage, microbatch});
+  out.push_back({ActionType::forward, stage, microbatch});
+  if (stage < stages - 1) out.push_back({ActionType::send_activation, stage, microbatch});
+}
+
+inline void add_backward(std::vector<Action>& out, int64_t stage, int64_t microbatch, int64_t stages) {
+  if (stage < stages - 1) out.push_back({ActionType::recv_grad, stage, microbatch});
+  out.push_back({ActionType::backward, stage, microbatch});
+  if (stage > 0) out.push_back({ActionType::send_grad, stage, microbatch});
+}
+
+}  // namespace plait::schedules
