@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "model/attention_core.hpp"
 #include "model/norms.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -35,6 +36,7 @@ class CausalSelfAttention final : public torch::nn::Module {
                 "choose parallel.tp dividing model.n_head");
     c_attn = register_module("c_attn", f.linear({name + ".c_attn", s.n_embd, 3 * s.n_embd, true, 0.02,
                                                  Split::column, 3}, init));
+    core = register_module("core", std::make_shared<AttentionCore>(s.attention));
     // GPT-2's scaled init of residual projections.
     c_proj = register_module("c_proj", f.linear({name + ".c_proj", s.n_embd, s.n_embd, true,
                                                  0.02 / std::sqrt(2.0 * s.n_layer), Split::row}, init));
@@ -43,12 +45,12 @@ class CausalSelfAttention final : public torch::nn::Module {
     const int64_t B = x.size(0), T = x.size(1);
     auto qkv = c_attn->forward(x).split(n_head_ * head_dim_, 2);
     auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head_, head_dim_}).transpose(1, 2); };
-    at::Tensor y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), {}, 0.0,
-                                                    /*is_causal=*/true);
+    at::Tensor y = core->forward(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
     y = y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_});
     return c_proj->forward(y);
   }
   std::shared_ptr<Layer> c_attn, c_proj;
+  std::shared_ptr<AttentionCore> core;
 
  private:
   int64_t n_head_, head_dim_;

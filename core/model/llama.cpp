@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "model/attention_core.hpp"
 #include "model/norms.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -61,6 +62,7 @@ class Attention final : public torch::nn::Module {
     k_proj = register_module("k_proj", f.linear({name + ".k_proj", C, KV, false, 0.02, Split::column}, init));
     v_proj = register_module("v_proj", f.linear({name + ".v_proj", C, KV, false, 0.02, Split::column}, init));
     o_proj = register_module("o_proj", f.linear({name + ".o_proj", C, C, false, 0.02, Split::row}, init));
+    core = register_module("core", std::make_shared<AttentionCore>(s.attention));
   }
   at::Tensor forward(const at::Tensor& x) {
     const int64_t B = x.size(0), T = x.size(1);
@@ -72,10 +74,11 @@ class Attention final : public torch::nn::Module {
       k = k.repeat_interleave(n_head_ / n_kv_head_, 1);
       v = v.repeat_interleave(n_head_ / n_kv_head_, 1);
     }
-    at::Tensor y = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+    at::Tensor y = core->forward(q, k, v);
     return o_proj->forward(y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_}));
   }
   std::shared_ptr<Layer> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<AttentionCore> core;
 
  private:
   int64_t n_head_, n_kv_head_, head_dim_;

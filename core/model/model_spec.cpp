@@ -61,6 +61,7 @@ ModelSpec resolve_model_spec(const Options& model) {
   if (auto v = model.find<int64_t>("vocab_size")) spec.vocab_size = *v;
   if (auto v = model.find<int64_t>("block_size")) spec.block_size = *v;
   if (auto v = model.find<double>("rope_theta")) spec.rope_theta = *v;
+  spec.attention = model.get<std::string>("attention");
   if (auto v = model.find<double>("norm_eps")) spec.norm_eps = *v;
 
   PLAIT_CHECK(spec.n_embd % spec.n_head == 0,

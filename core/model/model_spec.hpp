@@ -25,6 +25,7 @@ struct ModelSpec {
   int64_t block_size = 0;
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
+  std::string attention = "sdpa";  // the attention core's kernel: "sdpa" or "math"
 
   int64_t head_dim() const { return n_embd / n_head; }
 };

@@ -34,8 +34,16 @@ static void check_pipeline(const PreparedRun& run) {
   auto factory = make_dense_layer_factory();
   const StageModel meta =
       build_model(run.model, *factory, InitSpec{0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
-  partition_stages(meta, plan.spec.stages(), run.config->table("parallel").get<std::vector<int64_t>>("stage_blocks"),
-                   blocks ? blocks->source.describe() + ": [parallel] stage_blocks" : "[parallel] stage_blocks");
+  const auto& counts = run.config->table("parallel").get<std::vector<int64_t>>("stage_blocks");
+  try {
+    partition_stages(meta, plan.spec.stages(), counts,
+                     blocks ? blocks->source.describe() + ": [parallel] stage_blocks" : "[parallel] stage_blocks");
+  } catch (const Error& e) {
+    if (!counts.empty() || pp == nullptr) throw;  // the override's own message names its place
+    throw Error(concat(pp->source.describe(), ": [parallel] pp = ", run.mesh.pp, " with ", plan.spec.stages_per_rank,
+                       " virtual stage(s) per rank: ", e.what()),
+                e.hint());
+  }
 }
 
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world) {

@@ -4,7 +4,9 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "model/attention_core.hpp"
 #include "plait/sdk/error.hpp"
+#include "train/precision.hpp"
 
 namespace plait {
 namespace {
@@ -15,10 +17,10 @@ using torch::autograd::variable_list;
 // Forward without keeping the unit's intermediate tensors; backward recomputes them.
 struct Recompute : public torch::autograd::Function<Recompute> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Layer* unit) {
-    const c10::DeviceType device = x.device().type();
+    const AutocastState autocast = AutocastState::of(x.device().type());
     ctx->saved_data["unit"] = reinterpret_cast<int64_t>(unit);
-    ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(device);
-    ctx->saved_data["autocast_dtype"] = at::autocast::get_autocast_dtype(device);
+    ctx->saved_data["autocast"] = autocast.enabled;
+    ctx->saved_data["autocast_dtype"] = autocast.dtype;
     ctx->save_for_backward({x});
     return unit->forward(x);  // a custom function's forward runs without grad
   }
@@ -26,21 +28,12 @@ struct Recompute : public torch::autograd::Function<Recompute> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto* unit = reinterpret_cast<Layer*>(ctx->saved_data["unit"].toInt());
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
-    const c10::DeviceType device = x.device().type();
     // The forward ran under the caller's autocast; the recomputation must too.
-    const bool autocast = ctx->saved_data["autocast"].toBool();
-    const bool was_enabled = at::autocast::is_autocast_enabled(device);
-    const at::ScalarType was_dtype = at::autocast::get_autocast_dtype(device);
-    at::Tensor y;
-    {
+    const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
+    at::Tensor y = under_autocast(autocast, x.device().type(), [&] {
       at::AutoGradMode grad_on(true);
-      at::autocast::set_autocast_dtype(device, ctx->saved_data["autocast_dtype"].toScalarType());
-      at::autocast::set_autocast_enabled(device, autocast);
-      y = unit->forward(x);
-      at::autocast::set_autocast_enabled(device, was_enabled);
-      at::autocast::set_autocast_dtype(device, was_dtype);
-      if (autocast) at::autocast::clear_cache();
-    }
+      return unit->forward(x);
+    });
     torch::autograd::backward({y}, {grads[0]});
     return {x.grad(), at::Tensor()};
   }
@@ -60,8 +53,16 @@ class CheckpointedUnit final : public WrappingLayer {
 
 void apply_activation_checkpointing(StageModel& model, const std::string& mode) {
   if (mode == "none") return;
-  PLAIT_CHECK(mode == "full", concat("unknown activation checkpointing mode '", mode, "'"),
-              "train.activation_checkpointing is \"none\" or \"full\"");
+  PLAIT_CHECK(mode == "full" || mode == "selective", concat("unknown activation checkpointing mode '", mode, "'"),
+              "train.activation_checkpointing is \"none\", \"selective\" or \"full\"");
+  if (mode == "selective") {
+    for (auto& slot : model.units) {
+      for (const auto& module : slot.unit->modules()) {
+        if (auto* core = dynamic_cast<AttentionCore*>(module.get())) core->recompute_in_backward(true);
+      }
+    }
+    return;
+  }
   for (auto& slot : model.units) {
     if (slot.kind == UnitKind::block) slot.unit = std::make_shared<CheckpointedUnit>(slot.unit);
   }

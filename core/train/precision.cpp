@@ -10,6 +10,15 @@ Precision precision_from(const std::string& dtype) {
   return {at::kFloat, false};
 }
 
+AutocastState AutocastState::of(c10::DeviceType device) {
+  return {at::autocast::is_autocast_enabled(device), at::autocast::get_autocast_dtype(device)};
+}
+
+void AutocastState::apply(c10::DeviceType device) const {
+  at::autocast::set_autocast_dtype(device, dtype);
+  at::autocast::set_autocast_enabled(device, enabled);
+}
+
 AutocastScope::AutocastScope(const Precision& precision, c10::DeviceType device)
     : active_(precision.autocast_bf16), device_(device) {
   if (!active_) return;

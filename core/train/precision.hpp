@@ -5,6 +5,7 @@
 #include <string>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 
 namespace plait {
 
@@ -14,6 +15,26 @@ struct Precision {
 };
 
 Precision precision_from(const std::string& dtype);
+
+// The autocast state of a device, captured where a forward ran, so that a recomputation
+// in backward (activation checkpointing) runs under the same.
+struct AutocastState {
+  bool enabled = false;
+  at::ScalarType dtype = at::kBFloat16;
+  static AutocastState of(c10::DeviceType device);
+  void apply(c10::DeviceType device) const;
+};
+
+// Runs `fn` under `state`, then restores the device's own (and drops autocast's cache).
+template <class Fn>
+auto under_autocast(const AutocastState& state, c10::DeviceType device, Fn&& fn) {
+  const AutocastState outer = AutocastState::of(device);
+  state.apply(device);
+  auto result = fn();
+  outer.apply(device);
+  if (state.enabled) at::autocast::clear_cache();
+  return result;
+}
 
 // Autocast for the forward pass only; restores the previous state on exit.
 class AutocastScope {

@@ -29,6 +29,7 @@ namespace {
 Options model_table(std::map<std::string, OptionValue> values) {
   if (!values.count("family")) values["family"] = std::string("gpt2");
   if (!values.count("size")) values["size"] = std::string("tiny");
+  if (!values.count("attention")) values["attention"] = std::string("sdpa");
   return Options("model", values);
 }
 }  // namespace

@@ -58,3 +58,29 @@ TEST_CASE("a tp degree that does not divide the key/value heads is refused, nami
   CHECK_THAT(r.output, Contains("model.layers.0.self_attn: 4 attention heads and 2 key/value heads must both split "
                                 "evenly over 4 tensor-parallel ranks"));
 }
+
+// Megatron's count (Korthikanti et al. 2022, section 4.2.2): per block 2 all-reduces of
+// b*s*h elements in forward (attention and MLP outputs) and 2 in backward (their
+// inputs' gradients). gpt2's tied head is replicated and adds none; bus bytes are the
+// ring's 2(t-1)/t of the payload.
+TEST_CASE("megatron's tensor-parallel traffic per block equals Megatron's formula", "[megatron]") {
+  for (int tp : {2, 4}) {
+    TempDir dir;
+    const int layers = 2, b = 8, s = 64, h = 64, m = 2;  // configs/quickstart.toml's gpt2 tiny
+    ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out",
+                                 (dir / "run").string(), "--set", "parallel.tensor=megatron", "--set",
+                                 concat("parallel.tp=", tp), "--set", "parallel.dp=1", "--set", "parallel.data=none",
+                                 "--set", concat("train.grad_accum=", m)});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto metrics = read_metrics(dir / "run");
+    const double payload_per_block = 4.0 * b * s * h * sizeof(float) * m;
+    const double expected = layers * payload_per_block * 2.0 * (tp - 1) / tp;
+    for (const auto& step : metrics) {
+      const double measured = step["comm_bytes_by"]["megatron"].get<double>();
+      INFO("tp " << tp << " step " << step["step"] << ": " << measured / layers << " bus bytes per block, formula "
+                 << expected / layers);
+      CHECK(measured == Approx(expected).epsilon(0.01));
+    }
+  }
+}

@@ -1,0 +1,67 @@
+#include "model/attention_core.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include "plait/sdk/error.hpp"
+#include "train/precision.hpp"
+
+namespace plait {
+namespace {
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool math) {
+  if (!math) return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  const int64_t T = q.size(-2);
+  at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const at::Tensor future = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1), v);
+}
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Forward without keeping the core's intermediates; backward computes them again.
+struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            bool math) {
+    const AutocastState autocast = AutocastState::of(q.device().type());
+    ctx->saved_data["math"] = math;
+    ctx->saved_data["autocast"] = autocast.enabled;
+    ctx->saved_data["autocast_dtype"] = autocast.dtype;
+    ctx->save_for_backward({q, k, v});
+    return causal_attention(q, k, v, math);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    variable_list in = ctx->get_saved_variables();
+    for (auto& t : in) t = t.detach().requires_grad_(true);
+    const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
+    at::Tensor y = under_autocast(autocast, in[0].device().type(), [&] {
+      at::AutoGradMode grad_on(true);
+      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool());
+    });
+    variable_list g = torch::autograd::grad({y}, in, {grads[0]});
+    return {g[0], g[1], g[2], at::Tensor()};
+  }
+};
+
+}  // namespace
+
+AttentionCore::AttentionCore(std::string kernel) : math_(kernel == "math") {
+  PLAIT_CHECK(kernel == "math" || kernel == "sdpa", concat("unknown attention kernel '", kernel, "'"),
+              "[model] attention is \"sdpa\" or \"math\"");
+}
+
+at::Tensor AttentionCore::forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  if (recompute_ && at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) {
+    return RecomputeCore::apply(q, k, v, math_);
+  }
+  return causal_attention(q, k, v, math_);
+}
+
+}  // namespace plait
