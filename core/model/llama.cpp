@@ -124,7 +124,7 @@ class Head final : public Layer {
   Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
     model_ = register_module("model", std::make_shared<torch::nn::Module>());
     norm_ = model_->register_module("norm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
-    lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column, 1, /*gather_output=*/true}, init));
+    lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column, 1, /*output_head=*/true}, init));
   }
   at::Tensor forward(const at::Tensor& x) override { return lm_head->forward(norm_->forward(x)); }
   std::shared_ptr<Layer> lm_head;

@@ -30,12 +30,6 @@ struct PendingRecv {
 
 }  // namespace
 
-at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
-  at::Tensor flat = logits.reshape({-1, logits.size(-1)});
-  if (flat.scalar_type() == at::kBFloat16) flat = flat.to(at::kFloat);
-  return at::cross_entropy_loss(flat, targets.reshape({-1}), {}, at::Reduction::Sum, /*ignore_index=*/-1);
-}
-
 PipelineExecutor::PipelineExecutor(ExecutorSetup setup) : s_(std::move(setup)) {
   for (std::size_t k = 0; k < s_.actions.size(); ++k) {
     if (s_.actions[k].type != ActionType::backward) continue;
@@ -109,8 +103,8 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
           for (std::size_t u : s_.units_of.at(a.stage)) h = s_.model->units[u].unit->forward(h);
         }
         if (a.stage == last_stage) {
-          if (keep_first_logits && a.microbatch == 0) out.first_logits = h.detach();
-          at::Tensor loss_sum = token_loss_sum(h, batch.targets.to(s_.device));
+          if (keep_first_logits && a.microbatch == 0) out.first_logits = s_.factory->whole_logits(h.detach());
+          at::Tensor loss_sum = s_.factory->token_loss_sum(h, batch.targets.to(s_.device));
           out.loss_sum += loss_sum.item<double>();
           outputs[key] = loss_sum / tokens;
         } else {

@@ -14,6 +14,7 @@
 #include "pipeline/tied_parameters.hpp"
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/data_parallel.hpp"
+#include "plait/sdk/layers.hpp"
 #include "plait/sdk/pipeline.hpp"
 #include "train/precision.hpp"
 
@@ -26,6 +27,7 @@ struct ExecutorSetup {
   std::vector<Action> actions;       // this rank's
   Communicator* pp_group = nullptr;  // null when pp = 1
   DataParallel* dp = nullptr;
+  LayerFactory* factory = nullptr;   // made the model: its loss takes what its head returns
   TiedParameters* tied = nullptr;    // may be null
   Precision precision;
   at::Device device{at::kCPU};
@@ -38,13 +40,15 @@ struct ScheduleOutcome {
   int64_t activation_bytes = 0;  // most bytes held at once by forwards awaiting their backward
   double busy_s = 0.0;           // in forwards and backwards
   double span_s = 0.0;           // from every pipeline rank's start to every rank's end
-  at::Tensor first_logits;       // microbatch 0's logits, when asked for and this rank has the last stage
+  at::Tensor first_logits;       // microbatch 0's whole logits, when asked for and this rank has the last stage
 };
 
 class PipelineExecutor {
  public:
   explicit PipelineExecutor(ExecutorSetup setup);
   // `tokens`: the global batch's token count, by which every microbatch's loss is divided.
+  // `keep_first_logits` is collective over the tensor-parallel group (vocabulary slices
+  // are gathered): every tp rank of the last stage passes the same.
   ScheduleOutcome run(const std::vector<Batch>& batches, double tokens, bool keep_first_logits);
 
  private:
@@ -52,8 +56,5 @@ class PipelineExecutor {
   int64_t backwards_ = 0;                      // per step
   std::map<int64_t, std::size_t> last_backward_of_;  // stage -> index in actions
 };
-
-// Sum of token losses over a microbatch; the caller divides by the step's token count.
-at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets);
 
 }  // namespace plait

@@ -191,7 +191,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
                     offload.plugin.get(), tp_group, pp_group});
   tied.attach(model);
   PipelineExecutor executor({&model, stages.units_of, schedule_plan.spec, schedule_plan.ranks[static_cast<std::size_t>(pp_rank)],
-                             pp_group, dp.plugin.get(), &tied, precision, device, precision.param_dtype,
+                             pp_group, dp.plugin.get(), factory.get(), &tied, precision, device, precision.param_dtype,
                              plan.model.n_embd});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
@@ -212,8 +212,10 @@ static RunSummary train_and_report(const RunPlan& plan) {
            " T=", seq_len, " grad_accum=", accum, "; strategy ", dp.context.plugin_name, "; rank ", world.rank(), " of ",
            world.size());
 
-  // The last stage's first dp and tp rank has the logits to dump.
-  const bool logits_writer = pp_rank == pp - 1 && mesh.coords().dp == 0 && mesh.coords().tp == 0;
+  // The last stage's first dp rank has the logits to dump (its tp ranks gather them,
+  // the first writes them).
+  const bool logits_holder = pp_rank == pp - 1 && mesh.coords().dp == 0;
+  const bool logits_writer = logits_holder && mesh.coords().tp == 0;
   // Every stage's whole tensors on pipeline rank 0, for the first dp and tp rank's writes.
   auto gather_stages = [&](NamedTensors local) {
     if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return local;
@@ -233,9 +235,9 @@ static RunSummary train_and_report(const RunPlan& plan) {
     }
     // The loss of a step is normalised by the tokens of the whole global batch.
     const auto tokens = static_cast<int64_t>(group_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
-    const bool dump_logits = logits_writer && step == 1 && debug.get<bool>("dump_logits");
+    const bool dump_logits = logits_holder && step == 1 && debug.get<bool>("dump_logits");
     const ScheduleOutcome outcome = executor.run(batches, static_cast<double>(tokens), dump_logits);
-    if (dump_logits) {
+    if (dump_logits && logits_writer) {
       save_safetensors((out / "debug_logits.safetensors").string(),
                        {{"inputs", batches[0].inputs}, {"targets", batches[0].targets}, {"logits", outcome.first_logits}});
     }

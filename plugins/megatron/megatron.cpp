@@ -1,7 +1,9 @@
 // Megatron-LM tensor parallel (Shoeybi et al. 2019) as a layer factory: the model zoo
 // asks for each linear with its split (column or row) and gets this rank's slice of it,
 // so attention heads and MLP hidden units are divided over the tp ranks while the model
-// code stays the same. Embeddings, norms and the head are replicated for now.
+// code stays the same. With vocab_parallel the token embedding and the output head are
+// split along the vocabulary and the cross-entropy runs on the slices; norms and
+// position embeddings are replicated.
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 #include "tp_layers.hpp"
@@ -22,14 +24,22 @@ class MegatronFactory final : public plait::LayerFactory {
     return plait::megatron::replicated_linear(spec, init);
   }
   std::shared_ptr<plait::Layer> embedding(const plait::EmbeddingSpec& spec, const plait::InitSpec& init) override {
-    return plait::megatron::replicated_embedding(spec, init);
+    return plait::megatron::embedding(spec, init, tp_);
   }
   std::shared_ptr<plait::Layer> tied_linear(const std::shared_ptr<plait::Layer>& embedding) override {
-    return plait::megatron::tied_head(embedding);
+    return plait::megatron::tied_head(embedding, tp_);
   }
   int64_t shard_count() const override { return tp_.ways; }
+  at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) override {
+    if (!slices_logits()) return LayerFactory::token_loss_sum(logits, targets);
+    return plait::megatron::vocab_token_loss_sum(logits, targets, tp_.group);
+  }
+  at::Tensor whole_logits(const at::Tensor& logits) override {
+    return slices_logits() ? plait::megatron::gather_vocab(logits, tp_.group) : logits;
+  }
 
  private:
+  bool slices_logits() const { return tp_.vocab_parallel && tp_.group != nullptr; }
   TpPlace tp_;
 };
 
@@ -42,7 +52,9 @@ class Megatron final : public plait::TensorParallel {
       tp.rank = tp.group->rank();
       tp.ways = tp.group->size();
     }
-    setup.context->log->info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank);
+    tp.vocab_parallel = setup.context->options->get<bool>("vocab_parallel");
+    setup.context->log->info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank,
+                             tp.vocab_parallel ? "; vocabulary split (vocab-parallel loss)" : "; vocabulary replicated");
     return std::make_shared<MegatronFactory>(tp);
   }
 };

@@ -14,13 +14,22 @@ namespace plait::megatron {
 struct TpPlace {
   Communicator* group = nullptr;  // null: a single tp rank
   int64_t rank = 0, ways = 1;
+  // Token embedding and output head split along the vocabulary, with the loss computed
+  // on the slices ([megatron] vocab_parallel).
+  bool vocab_parallel = false;
 };
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init);
-std::shared_ptr<Layer> replicated_embedding(const EmbeddingSpec& spec, const InitSpec& init);
-// x E^T with the weight of an embedding made by replicated_embedding().
-std::shared_ptr<Layer> tied_head(const std::shared_ptr<Layer>& embedding);
+// Split along the vocabulary when the spec allows it and tp.vocab_parallel; else replicated.
+std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init, const TpPlace& tp);
+// x E^T with the weight of an embedding made by embedding(): vocabulary slices of the
+// logits when that embedding is split.
+std::shared_ptr<Layer> tied_head(const std::shared_ptr<Layer>& embedding, const TpPlace& tp);
+// Sum of token losses from each rank's vocabulary slice of the logits (collective).
+at::Tensor vocab_token_loss_sum(const at::Tensor& logits, const at::Tensor& targets, Communicator* tp);
+// Whole logits from the slices (collective, no gradient).
+at::Tensor gather_vocab(const at::Tensor& logits, Communicator* tp);
 
 }  // namespace plait::megatron

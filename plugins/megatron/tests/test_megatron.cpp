@@ -1,6 +1,7 @@
 // megatron: tensor parallel on 2 and 4 ranks trains the single process's model (the
 // equivalence harness, float64 and float32, gradient accumulation and clipping, both
-// model families), alone and under a data-parallel plugin (dp 2 x tp 2).
+// model families, the vocabulary split by default and replicated on request), alone and
+// under a data-parallel plugin (dp 2 x tp 2); its traffic is Megatron's formula.
 #include <catch2/catch.hpp>
 
 #include "plait/sdk/error.hpp"
@@ -61,26 +62,48 @@ TEST_CASE("a tp degree that does not divide the key/value heads is refused, nami
 
 // Megatron's count (Korthikanti et al. 2022, section 4.2.2): per block 2 all-reduces of
 // b*s*h elements in forward (attention and MLP outputs) and 2 in backward (their
-// inputs' gradients). gpt2's tied head is replicated and adds none; bus bytes are the
-// ring's 2(t-1)/t of the payload.
+// inputs' gradients). With the vocabulary split, the token embedding's partial vectors
+// (b*s*h forward), the tied head's input gradient (b*s*h backward) and the loss's three
+// numbers per token (max, sum of exponentials, target logit) come on top. Bus bytes are
+// the ring's 2(t-1)/t of the payload.
 TEST_CASE("megatron's tensor-parallel traffic per block equals Megatron's formula", "[megatron]") {
-  for (int tp : {2, 4}) {
-    TempDir dir;
-    const int layers = 2, b = 8, s = 64, h = 64, m = 2;  // configs/quickstart.toml's gpt2 tiny
-    ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out",
-                                 (dir / "run").string(), "--set", "parallel.tensor=megatron", "--set",
-                                 concat("parallel.tp=", tp), "--set", "parallel.dp=1", "--set", "parallel.data=none",
-                                 "--set", concat("train.grad_accum=", m)});
-    INFO(r.output);
-    REQUIRE(r.exit_code == 0);
-    const auto metrics = read_metrics(dir / "run");
-    const double payload_per_block = 4.0 * b * s * h * sizeof(float) * m;
-    const double expected = layers * payload_per_block * 2.0 * (tp - 1) / tp;
-    for (const auto& step : metrics) {
-      const double measured = step["comm_bytes_by"]["megatron"].get<double>();
-      INFO("tp " << tp << " step " << step["step"] << ": " << measured / layers << " bus bytes per block, formula "
-                 << expected / layers);
-      CHECK(measured == Approx(expected).epsilon(0.01));
+  for (const bool vocab_parallel : {false, true}) {
+    for (int tp : {2, 4}) {
+      TempDir dir;
+      const double layers = 2, b = 8, s = 64, h = 64, m = 2;  // configs/quickstart.toml's gpt2 tiny
+      ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out",
+                                   (dir / "run").string(), "--set", "parallel.tensor=megatron", "--set",
+                                   concat("parallel.tp=", tp), "--set", "parallel.dp=1", "--set",
+                                   "parallel.data=none", "--set", concat("train.grad_accum=", m), "--set",
+                                   concat("megatron.vocab_parallel=", vocab_parallel ? "true" : "false")});
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+      const double bus = 2.0 * (tp - 1) / tp * sizeof(float) * m;
+      const double per_block = 4 * b * s * h * bus;
+      const double vocab = vocab_parallel ? (2 * b * s * h + 3 * b * s) * bus : 0.0;
+      for (const auto& step : read_metrics(dir / "run")) {
+        const double measured = step["comm_bytes_by"]["megatron"].get<double>();
+        INFO("vocab_parallel " << vocab_parallel << ", tp " << tp << ", step " << step["step"] << ": "
+                               << (measured - vocab) / layers << " bus bytes per block, formula " << per_block);
+        CHECK(measured == Approx(layers * per_block + vocab).epsilon(0.01));
+      }
     }
   }
+}
+
+TEST_CASE("megatron with the vocabulary replicated (gathered logits) equals the single process", "[megatron]") {
+  expect_equivalent("gpt2", 2, "float64", {"megatron.vocab_parallel=false"});
+  expect_equivalent("llama", 2, "float32", {"megatron.vocab_parallel=false"});
+}
+
+TEST_CASE("megatron refuses a vocabulary that does not split, naming the embedding", "[megatron]") {
+  TempDir dir;
+  ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "1", "--out",
+                               (dir / "run").string(), "--set", "parallel.data=none", "--set", "parallel.dp=1",
+                               "--set", "parallel.tensor=megatron", "--set", "parallel.tp=2", "--set",
+                               "model.vocab_size=255"});
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("megatron: transformer.wte has 255 rows, which do not split over 2 tensor-parallel ranks") &&
+                           Contains("vocab_parallel = false"));
 }

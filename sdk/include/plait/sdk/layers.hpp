@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include <ATen/core/Tensor.h>
+#include <ATen/ATen.h>
 
 #include "plait/sdk/model.hpp"
 
@@ -28,9 +28,10 @@ struct LinearSpec {
   double init_std = 0.02;
   Split split = Split::none;
   int64_t fused_parts = 1;  // e.g. 3 for a fused q|k|v projection: each part splits alike
-  // A column split whose output must still be whole (an output head when the loss is
-  // not vocab-parallel): the slices are all-gathered along the last dimension.
-  bool gather_output = false;
+  // The model's output head (logits over the vocabulary). A factory whose
+  // token_loss_sum takes vocabulary slices may return them; otherwise a column split's
+  // slices are all-gathered along the last dimension.
+  bool output_head = false;
 };
 
 struct EmbeddingSpec {
@@ -52,6 +53,18 @@ class PLAIT_SDK_VISIBLE LayerFactory {
   virtual std::shared_ptr<Layer> tied_linear(const std::shared_ptr<Layer>& embedding) = 0;
   // Ways the tensor-parallel axis splits heads and hidden units (1 without TP).
   virtual int64_t shard_count() const { return 1; }
+
+  // The sum of token losses (cross-entropy; targets of -1 are ignored) of what this
+  // factory's output head returned, which may be vocabulary slices (Megatron's
+  // vocab-parallel loss). The default takes whole logits.
+  virtual at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) {
+    at::Tensor flat = logits.reshape({-1, logits.size(-1)});
+    if (flat.scalar_type() == at::kBFloat16) flat = flat.to(at::kFloat);
+    return at::cross_entropy_loss(flat, targets.reshape({-1}), {}, at::Reduction::Sum, /*ignore_index=*/-1);
+  }
+  // Whole logits from what the output head returned (debug dumps). Collective over the
+  // tensor-parallel group when the head returns slices: every tp rank calls it.
+  virtual at::Tensor whole_logits(const at::Tensor& logits) { return logits; }
 };
 
 }  // namespace plait
