@@ -155,11 +155,14 @@ TEST_CASE("1F1B's activation memory is bounded by p microbatches, GPipe's grows 
   };
   const auto one_microbatch = held("gpipe", 1);
   const auto gpipe4 = held("gpipe", 4), gpipe8 = held("gpipe", 8), f1b4 = held("1f1b", 4), f1b8 = held("1f1b", 8);
+  // Within 1%: a few hundred bytes of small tensors differ from build to build.
+  auto near = [](int64_t measured, int64_t expected) { return std::abs(double(measured - expected)) < 0.01 * expected; };
   for (int r = 0; r < 2; ++r) {
-    INFO("rank " << r << ": one microbatch holds " << one_microbatch[r]);
-    CHECK(gpipe4[r] == 4 * one_microbatch[r]);
-    CHECK(gpipe8[r] == 8 * one_microbatch[r]);
-    CHECK(f1b4[r] == (2 - r) * one_microbatch[r]);
-    CHECK(f1b8[r] == (2 - r) * one_microbatch[r]);
+    INFO("rank " << r << ": one microbatch holds " << one_microbatch[r] << "; gpipe m4 " << gpipe4[r] << ", m8 "
+                 << gpipe8[r] << "; 1f1b m4 " << f1b4[r] << ", m8 " << f1b8[r]);
+    CHECK(near(gpipe4[r], 4 * one_microbatch[r]));
+    CHECK(near(gpipe8[r], 8 * one_microbatch[r]));
+    CHECK(near(f1b4[r], (2 - r) * one_microbatch[r]));
+    CHECK(near(f1b8[r], (2 - r) * one_microbatch[r]));
   }
 }
