@@ -47,9 +47,8 @@ void write_trace(const SchedulePlan& plan, const std::string& path) {
 }  // namespace
 
 int schedule_show(const ScheduleArgs& args) {
-  std::vector<std::string> sets = args.sets;
-  const PreparedRun prep = prepare_run(args.config, sets);
-  const SchedulePlan plan = plan_configured_schedule(*prep.registry, *prep.config, prep.mesh.pp);
+  const PreparedRun prep = prepare_run(args.config, args.sets);
+  const SchedulePlan& plan = prep.schedule;
   const ScheduleSpec& spec = plan.spec;
   std::printf("schedule %s: pp %lld, %lld virtual stage%s per rank, %lld microbatches (train.grad_accum)\n",
               plan.plugin.c_str(), static_cast<long long>(spec.pp), static_cast<long long>(spec.stages_per_rank),

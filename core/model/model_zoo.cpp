@@ -13,11 +13,14 @@ StageModel build_model(const ModelSpec& spec, LayerFactory& factory, const InitS
   throw Error(concat("[model] unknown family '", spec.family, "'"), "families: gpt2, llama");
 }
 
-int64_t counted_params(const ModelSpec& spec) {
+StageModel build_meta_model(const ModelSpec& spec) {
   auto factory = make_dense_layer_factory();
-  InitSpec init{0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)};
+  return build_model(spec, *factory, InitSpec{0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+}
+
+int64_t counted_params(const ModelSpec& spec) {
   int64_t total = 0;
-  for (const auto& p : build_model(spec, *factory, init).parameters()) total += p.tensor.numel();
+  for (const auto& p : build_meta_model(spec).parameters()) total += p.tensor.numel();
   return total;
 }
 

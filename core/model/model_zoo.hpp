@@ -8,6 +8,10 @@ namespace plait {
 
 StageModel build_model(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init);
 
+// The model's structure without memory (meta device, dense layers): for counting and
+// for cutting it into pipeline stages before any rank starts.
+StageModel build_meta_model(const ModelSpec& spec);
+
 // Parameters of a model built on the meta device (no memory): a count from the code
 // itself, to hold the closed form to.
 int64_t counted_params(const ModelSpec& spec);

@@ -3,7 +3,6 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "data/make_sampler.hpp"
-#include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"
@@ -20,7 +19,7 @@ PluginRegistry discover_plugins(const std::vector<SearchDir>& extra) {
 // Every rank's schedule is built and played through, and the model cut into its stages
 // (on the meta device: no memory), so that a schedule that would hang or a partition that
 // cannot be made stops the launch instead of a rank.
-static void check_pipeline(const PreparedRun& run) {
+static SchedulePlan check_pipeline(const PreparedRun& run) {
   const ConfigEntry* pipeline = run.loaded.tree.find("parallel", "pipeline");
   const ConfigEntry* blocks = run.loaded.tree.find("parallel", "stage_blocks");
   const ConfigEntry* pp = run.loaded.tree.find("parallel", "pp");
@@ -31,9 +30,7 @@ static void check_pipeline(const PreparedRun& run) {
     const ConfigEntry* where = pipeline ? pipeline : pp;
     throw Error(where ? where->source.describe() + ": " + e.what() : std::string(e.what()), e.hint());
   }
-  auto factory = make_dense_layer_factory();
-  const StageModel meta =
-      build_model(run.model, *factory, InitSpec{0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+  const StageModel meta = build_meta_model(run.model);
   const auto& counts = run.config->table("parallel").get<std::vector<int64_t>>("stage_blocks");
   try {
     partition_stages(meta, plan.spec.stages(), counts,
@@ -44,6 +41,7 @@ static void check_pipeline(const PreparedRun& run) {
                        " virtual stage(s) per rank: ", e.what()),
                 e.hint());
   }
+  return plan;
 }
 
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world) {
@@ -66,7 +64,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.mesh = resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),
                           static_cast<int>(parallel.get<int64_t>("tp")), known_world);
   run.world_size = run.mesh.world();
-  check_pipeline(run);
+  run.schedule = check_pipeline(run);
   const Options& dist = run.config->table("distributed");
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };
   run.dist = {ms(dist.get<double>("rendezvous_timeout_s")), ms(dist.get<double>("collective_timeout_s")),

@@ -10,6 +10,7 @@
 #include "dist/mesh.hpp"
 #include "dist/world.hpp"
 #include "model/model_spec.hpp"
+#include "pipeline/schedule_plan.hpp"
 #include "plugins/plugin_registry.hpp"
 
 namespace plait {
@@ -22,6 +23,7 @@ struct PreparedRun {
   MeshShape mesh;
   int64_t world_size = 1;
   DistSettings dist;
+  SchedulePlan schedule;  // every pipeline rank's checked actions (the launcher's check)
 };
 
 // `known_world` is the number of processes when the command line or the environment

@@ -37,13 +37,13 @@ struct CopyToTp : public torch::autograd::Function<CopyToTp> {
 // Megatron's g: the partial sums of a row-parallel layer are all-reduced forward;
 // the gradient passes through.
 struct ReduceFromTp : public torch::autograd::Function<ReduceFromTp> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp, const char* phase) {
     at::Tensor y = x.contiguous().clone();
-    all_reduce(tp, y, "row-output");
+    all_reduce(tp, y, phase);
     (void)ctx;
     return y;
   }
-  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor()}; }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor(), at::Tensor()}; }
 };
 
 // Column slices made whole: all-gathered along the last dimension forward; backward
@@ -116,7 +116,7 @@ class RowLinear final : public Layer {
   }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor y = at::linear(x, weight_);
-    if (tp_.group) y = ReduceFromTp::apply(y, tp_.group);
+    if (tp_.group) y = ReduceFromTp::apply(y, tp_.group, "row-output");
     return bias_.defined() ? y + bias_ : y;  // the bias is added once, after the sum
   }
   TensorSplit split_of(const std::string& name) const override {
@@ -182,7 +182,7 @@ class VocabEmbedding final : public Layer {
     const at::Tensor outside = ids.lt(first_).logical_or(ids.ge(first_ + weight_.size(0)));
     at::Tensor local = at::embedding(weight_, (ids - first_).masked_fill(outside, 0));
     local = local.masked_fill(outside.unsqueeze(-1), 0.0);
-    return ReduceFromTp::apply(local, tp_.group);
+    return ReduceFromTp::apply(local, tp_.group, "vocab-embedding");
   }
   TensorSplit split_of(const std::string&) const override { return {0, 1}; }
   const at::Tensor& weight() const { return weight_; }

@@ -3,7 +3,6 @@
 // refusals at launch, and the measured activation memory of 1F1B against GPipe.
 #include <catch2/catch.hpp>
 
-#include "model/dense_layers.hpp"
 #include "model/model_spec.hpp"
 #include "model/model_zoo.hpp"
 #include "pipeline/schedule_check.hpp"
@@ -26,8 +25,7 @@ StageModel meta_model(const std::string& family, int64_t layers) {
     if (s.spec.family == family && s.spec.size == "tiny") spec = s.spec;
   }
   spec.n_layer = layers;
-  auto factory = make_dense_layer_factory();
-  return build_model(spec, *factory, InitSpec{0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+  return build_meta_model(spec);
 }
 
 std::string refusal(const std::vector<std::vector<Action>>& ranks, const ScheduleSpec& spec) {
