@@ -187,13 +187,30 @@ int run_launcher(PreparedRun& prep, const RunArgs& args) {
     spec.ranks.push_back({w.rank, local, env});
   }
   const auto start = std::chrono::steady_clock::now();
+  // Node 0's launcher keeps the store open until every other launcher is done with it.
+  auto close_store_last = [&](std::chrono::milliseconds wait) {
+    if (node_rank != 0) return report_launcher_end(*store, node_rank);
+    const std::vector<int> missing = await_launcher_ends(*store, nnodes, wait);
+    if (!missing.empty()) {
+      std::string nodes;
+      for (int n : missing) nodes += (nodes.empty() ? "" : ", ") + std::to_string(n);
+      core_log().warn("the launchers of nodes ", nodes, " did not report their end within ", wait.count() / 1000.0,
+                      " s; closing the job's store anyway (see their output)");
+    }
+  };
   try {
     supervise(spec, core_log());
   } catch (const std::exception& e) {
     write_log_files(LogLevel::error, e.what());
+    try {
+      close_store_last(spec.grace + std::chrono::seconds(2));  // the others are stopping too
+    } catch (const std::exception&) {
+      // The store may be gone already (node 0 failed first); the failure above is the news.
+    }
     flush_logs();
     throw;
   }
+  close_store_last(prep.dist.rendezvous_timeout);
   if (node_rank == 0) {
     core_log().info(summary_from_metrics(folder, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()),
                     "; run folder ", folder);

@@ -168,6 +168,22 @@ void join_all_ranks(JobStore& store, int rank, int world_size, std::chrono::mill
   }
 }
 
+void report_launcher_end(JobStore& store, int node_rank) { store.set(concat("launcher-ended/", node_rank), "1"); }
+
+std::vector<int> await_launcher_ends(JobStore& store, int nnodes, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<int> missing;
+  do {
+    missing.clear();
+    for (int node = 1; node < nnodes; ++node) {
+      if (!store.try_get(concat("launcher-ended/", node))) missing.push_back(node);
+    }
+    if (missing.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } while (std::chrono::steady_clock::now() < deadline);
+  return missing;
+}
+
 void StoreAbortChannel::post(const std::string& reason) {
   if (!store_.try_get("abort")) store_.set("abort", reason);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <c10/util/intrusive_ptr.h>
 
@@ -51,6 +52,13 @@ class JobStore {
 // Every rank checks in; returns when all `world_size` have, or fails after `timeout`
 // saying how many arrived.
 void join_all_ranks(JobStore& store, int rank, int world_size, std::chrono::milliseconds timeout);
+
+// Node 0's launcher hosts the store, so it must close it last: a launcher still polling a
+// closed store fails even though its ranks succeeded. Every other launcher reports its end
+// (success or failure); node 0's waits for those reports, at most `timeout`, and returns
+// the nodes that never reported.
+void report_launcher_end(JobStore& store, int node_rank);
+std::vector<int> await_launcher_ends(JobStore& store, int nnodes, std::chrono::milliseconds timeout);
 
 // The abort channel of a job, over its store: a failure posted by any launcher stops the
 // launchers of every node; ranks publish what they wait for under "pending/<rank>".

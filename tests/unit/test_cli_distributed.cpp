@@ -175,3 +175,29 @@ TEST_CASE("ranks started with torchrun's variables train exactly as plait's laun
   REQUIRE(mo.size() == 5);
   for (int i = 0; i < 5; ++i) CHECK(me[i].at("loss").get<double>() == mo[i].at("loss").get<double>());
 }
+
+// Node 0's launcher hosts the store; if it left as soon as its own ranks did, node 1's
+// launcher, still polling the store for aborts, would fail a job that succeeded. Repeated
+// because the window is a race.
+TEST_CASE("two launchers of one job (--nnodes 2 over loopback) both succeed, the store's host leaving last", "[dist]") {
+  TempDir dir;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const int port = free_port() + attempt;
+    auto node = [&](int n) {
+      return std::async(std::launch::async, [&, n] {
+        const auto out = dir / concat("try", attempt, "-node", n);
+        return run_plait(args_with({"run", source_path("configs/quickstart.toml"), "--steps", "3", "--nnodes", "2",
+                                    "--node-rank", std::to_string(n), "--nproc-per-node", "1", "--master-addr",
+                                    "127.0.0.1", "--master-port", std::to_string(port), "--out", out.string()},
+                                   kDdp2));
+      });
+    };
+    auto f0 = node(0), f1 = node(1);
+    ProcessResult a = f0.get(), b = f1.get();
+    INFO("attempt " << attempt << "\n" << a.output << "\n---\n" << b.output);
+    REQUIRE(a.exit_code == 0);
+    REQUIRE(b.exit_code == 0);
+    CHECK_THAT(a.output, Contains("done: loss"));
+    CHECK(read_metrics(dir / concat("try", attempt, "-node0")).size() == 3);
+  }
+}
