@@ -1,11 +1,11 @@
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "pipeline/chrome_trace.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/prepare.hpp"
@@ -13,35 +13,19 @@
 namespace plait::cli {
 namespace {
 
-// "F3" or, with several stages per rank, "F3b" (b: the rank's second stage).
-std::string label(const Action& a, const ScheduleSpec& spec) {
-  std::string out = (a.type == ActionType::forward ? "F" : "B") + std::to_string(a.microbatch);
-  if (spec.stages_per_rank > 1) out += static_cast<char>('a' + a.stage / spec.pp);
-  return out;
-}
-
 void write_trace(const SchedulePlan& plan, const std::string& path) {
+  constexpr double kForwardUs = 1000.0;  // one nominal forward drawn as 1 ms
   nlohmann::json events = nlohmann::json::array();
   for (std::size_t r = 0; r < plan.simulated.ranks.size(); ++r) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", r},
-                      {"args", {{"name", "pipeline rank " + std::to_string(r)}}}});
+    const int tid = static_cast<int>(r);
+    events.push_back(thread_name_event(0, tid, "pipeline rank " + std::to_string(r)));
     for (const auto& t : plan.simulated.ranks[r]) {
       const bool compute = t.action.type == ActionType::forward || t.action.type == ActionType::backward;
-      nlohmann::json e = {{"name", compute ? label(t.action, plan.spec) : action_name(t.action.type)},
-                          {"cat", action_name(t.action.type)},
-                          {"ph", compute ? "X" : "i"},
-                          {"pid", 0},
-                          {"tid", r},
-                          {"ts", t.start * 1000.0},
-                          {"args", {{"stage", t.action.stage}, {"microbatch", t.action.microbatch}}}};
-      if (compute) e["dur"] = (t.end - t.start) * 1000.0;
-      if (!compute) e["s"] = "t";
-      events.push_back(std::move(e));
+      events.push_back(trace_event(t.action, plan.spec, 0, tid, t.start * kForwardUs,
+                                   compute ? t.end * kForwardUs : t.start * kForwardUs));
     }
   }
-  std::ofstream out(path);
-  PLAIT_CHECK(out.good(), concat("cannot write the trace to ", path), "check the folder exists and is writable");
-  out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump(1) << "\n";
+  write_chrome_trace(events, path);
 }
 
 }  // namespace
@@ -62,7 +46,7 @@ int schedule_show(const ScheduleArgs& args) {
       if (t.action.type != ActionType::forward && t.action.type != ActionType::backward) continue;
       const auto from = static_cast<std::size_t>(std::lround(t.start * kColumns));
       const auto to = static_cast<std::size_t>(std::lround(t.end * kColumns));
-      std::string cell = label(t.action, spec);
+      std::string cell = short_label(t.action, spec);
       cell.resize(to - from - 1, t.action.type == ActionType::forward ? ' ' : '=');
       row.replace(from, cell.size(), cell);
       row[to - 1] = '|';

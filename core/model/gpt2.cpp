@@ -5,7 +5,6 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
-#include "model/norms.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -17,13 +16,17 @@ class Embeddings final : public Layer {
   Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
     wte = register_module("wte", f.embedding({"transformer.wte", s.vocab_size, s.n_embd, 0.02, true}, init));
     wpe = register_module("wpe", f.embedding({"transformer.wpe", s.block_size, s.n_embd, 0.02, false}, init));
+    enter_blocks_ = f.blocks_entry();
   }
   at::Tensor forward(const at::Tensor& idx) override {
     const int64_t T = idx.size(1);
     at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
-    return wte->forward(idx) + wpe->forward(pos);
+    return enter_blocks_->forward(wte->forward(idx) + wpe->forward(pos));
   }
   std::shared_ptr<Layer> wte, wpe;
+
+ private:
+  std::shared_ptr<Layer> enter_blocks_;
 };
 
 class CausalSelfAttention final : public torch::nn::Module {
@@ -42,8 +45,9 @@ class CausalSelfAttention final : public torch::nn::Module {
                                                  0.02 / std::sqrt(2.0 * s.n_layer), Split::row}, init));
   }
   at::Tensor forward(const at::Tensor& x) {
-    const int64_t B = x.size(0), T = x.size(1);
     auto qkv = c_attn->forward(x).split(n_head_ * head_dim_, 2);
+    // The sequence length is the projection's (x may hold a sequence-parallel part).
+    const int64_t B = x.size(0), T = qkv[0].size(1);
     auto heads = [&](const at::Tensor& t) { return t.view({B, T, n_head_, head_dim_}).transpose(1, 2); };
     at::Tensor y = core->forward(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]));
     y = y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_});
@@ -70,16 +74,16 @@ class Mlp final : public torch::nn::Module {
 class Block final : public Layer {
  public:
   Block(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
-    ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    ln_1 = register_module("ln_1", f.norm({name + ".ln_1", s.n_embd, s.norm_eps, NormKind::layer}, init));
     attn = register_module("attn", std::make_shared<CausalSelfAttention>(s, f, init, name + ".attn"));
-    ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    ln_2 = register_module("ln_2", f.norm({name + ".ln_2", s.n_embd, s.norm_eps, NormKind::layer}, init));
     mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
   }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor h = x + attn->forward(ln_1->forward(x));
     return h + mlp->forward(ln_2->forward(h));
   }
-  std::shared_ptr<LayerNorm> ln_1, ln_2;
+  std::shared_ptr<Layer> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<Mlp> mlp;
 };
@@ -88,11 +92,11 @@ class Block final : public Layer {
 class Head final : public Layer {
  public:
   Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::shared_ptr<Layer>& wte) {
-    ln_f = register_module("ln_f", std::make_shared<LayerNorm>(s.n_embd, s.norm_eps, init.options));
+    ln_f = register_module("ln_f", f.norm({"transformer.ln_f", s.n_embd, s.norm_eps, NormKind::layer}, init));
     lm_head_ = f.tied_linear(wte);  // not registered: its weight is wte's
   }
   at::Tensor forward(const at::Tensor& x) override { return lm_head_->forward(ln_f->forward(x)); }
-  std::shared_ptr<LayerNorm> ln_f;
+  std::shared_ptr<Layer> ln_f;
 
  private:
   std::shared_ptr<Layer> lm_head_;

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
-#include "model/norms.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -14,9 +13,13 @@ class Embeddings final : public Layer {
   Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
     embed_tokens = register_module(
         "embed_tokens", f.embedding({"model.embed_tokens", s.vocab_size, s.n_embd, 0.02, true}, init));
+    enter_blocks_ = f.blocks_entry();
   }
-  at::Tensor forward(const at::Tensor& idx) override { return embed_tokens->forward(idx); }
+  at::Tensor forward(const at::Tensor& idx) override { return enter_blocks_->forward(embed_tokens->forward(idx)); }
   std::shared_ptr<Layer> embed_tokens;
+
+ private:
+  std::shared_ptr<Layer> enter_blocks_;
 };
 
 // cos and sin tables for positions 0..block_size-1, [T, Q], as HF's LlamaRotaryEmbedding.
@@ -58,29 +61,35 @@ class Attention final : public torch::nn::Module {
                        " key/value heads must both split evenly over ", f.shard_count(), " tensor-parallel ranks"),
                 "choose parallel.tp dividing model.n_kv_head (grouped-query heads are not replicated across tp)");
     const int64_t C = s.n_embd, KV = s.n_kv_head * s.head_dim();
-    q_proj = register_module("q_proj", f.linear({name + ".q_proj", C, C, false, 0.02, Split::column}, init));
-    k_proj = register_module("k_proj", f.linear({name + ".k_proj", C, KV, false, 0.02, Split::column}, init));
-    v_proj = register_module("v_proj", f.linear({name + ".v_proj", C, KV, false, 0.02, Split::column}, init));
+    // q, k and v read the same input: one product, registered as q_proj, k_proj, v_proj.
+    qkv_ = f.fused_linear({{name + ".q_proj", C, C, false, 0.02, Split::column},
+                           {name + ".k_proj", C, KV, false, 0.02, Split::column},
+                           {name + ".v_proj", C, KV, false, 0.02, Split::column}},
+                          init);
+    for (const auto& part : qkv_->named_children()) register_module(part.key(), part.value());
     o_proj = register_module("o_proj", f.linear({name + ".o_proj", C, C, false, 0.02, Split::row}, init));
     core = register_module("core", std::make_shared<AttentionCore>(s.attention));
   }
   at::Tensor forward(const at::Tensor& x) {
-    const int64_t B = x.size(0), T = x.size(1);
-    auto heads = [&](const at::Tensor& t, int64_t n) { return t.view({B, T, n, head_dim_}).transpose(1, 2); };
-    at::Tensor q = rotary_->apply(heads(q_proj->forward(x), n_head_));
-    at::Tensor k = rotary_->apply(heads(k_proj->forward(x), n_kv_head_));
-    at::Tensor v = heads(v_proj->forward(x), n_kv_head_);
+    // The sequence length is the projections' (x may hold a sequence-parallel part).
+    const int64_t B = x.size(0);
+    auto heads = [&](const at::Tensor& t, int64_t n) { return t.view({B, t.size(1), n, head_dim_}).transpose(1, 2); };
+    const auto qkv = qkv_->forward(x).split_with_sizes({n_head_ * head_dim_, n_kv_head_ * head_dim_, n_kv_head_ * head_dim_}, -1);
+    at::Tensor q = rotary_->apply(heads(qkv[0], n_head_));
+    at::Tensor k = rotary_->apply(heads(qkv[1], n_kv_head_));
+    at::Tensor v = heads(qkv[2], n_kv_head_);
     if (n_kv_head_ != n_head_) {  // HF's repeat_kv
       k = k.repeat_interleave(n_head_ / n_kv_head_, 1);
       v = v.repeat_interleave(n_head_ / n_kv_head_, 1);
     }
     at::Tensor y = core->forward(q, k, v);
-    return o_proj->forward(y.transpose(1, 2).contiguous().view({B, T, n_head_ * head_dim_}));
+    return o_proj->forward(y.transpose(1, 2).contiguous().view({B, y.size(2), n_head_ * head_dim_}));
   }
-  std::shared_ptr<Layer> q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<Layer> o_proj;
   std::shared_ptr<AttentionCore> core;
 
  private:
+  std::shared_ptr<Layer> qkv_;
   int64_t n_head_, n_kv_head_, head_dim_;
   std::shared_ptr<const Rotary> rotary_;
 };
@@ -89,31 +98,38 @@ class Mlp final : public torch::nn::Module {
  public:
   Mlp(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
     const int64_t C = s.n_embd, F = s.ffn_hidden;
-    gate_proj = register_module("gate_proj", f.linear({name + ".gate_proj", C, F, false, 0.02, Split::column}, init));
-    up_proj = register_module("up_proj", f.linear({name + ".up_proj", C, F, false, 0.02, Split::column}, init));
+    // gate and up read the same input: one product, registered as gate_proj, up_proj.
+    gate_up_ = f.fused_linear({{name + ".gate_proj", C, F, false, 0.02, Split::column},
+                               {name + ".up_proj", C, F, false, 0.02, Split::column}},
+                              init);
+    for (const auto& part : gate_up_->named_children()) register_module(part.key(), part.value());
     down_proj = register_module("down_proj", f.linear({name + ".down_proj", F, C, false, 0.02, Split::row}, init));
   }
   at::Tensor forward(const at::Tensor& x) {
-    return down_proj->forward(at::silu(gate_proj->forward(x)) * up_proj->forward(x));
+    const auto gate_up = gate_up_->forward(x).chunk(2, -1);
+    return down_proj->forward(at::silu(gate_up[0]) * gate_up[1]);
   }
-  std::shared_ptr<Layer> gate_proj, up_proj, down_proj;
+  std::shared_ptr<Layer> down_proj;
+
+ private:
+  std::shared_ptr<Layer> gate_up_;
 };
 
 class DecoderLayer final : public Layer {
  public:
   DecoderLayer(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name,
                std::shared_ptr<const Rotary> rotary) {
-    input_layernorm = register_module("input_layernorm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    input_layernorm = register_module("input_layernorm", f.norm({name + ".input_layernorm", s.n_embd, s.norm_eps, NormKind::rms}, init));
     self_attn = register_module("self_attn", std::make_shared<Attention>(s, f, init, name + ".self_attn", rotary));
-    post_attention_layernorm = register_module("post_attention_layernorm",
-                                               std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    post_attention_layernorm = register_module(
+        "post_attention_layernorm", f.norm({name + ".post_attention_layernorm", s.n_embd, s.norm_eps, NormKind::rms}, init));
     mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
   }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor h = x + self_attn->forward(input_layernorm->forward(x));
     return h + mlp->forward(post_attention_layernorm->forward(h));
   }
-  std::shared_ptr<RMSNorm> input_layernorm, post_attention_layernorm;
+  std::shared_ptr<Layer> input_layernorm, post_attention_layernorm;
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Mlp> mlp;
 };
@@ -123,7 +139,7 @@ class Head final : public Layer {
  public:
   Head(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
     model_ = register_module("model", std::make_shared<torch::nn::Module>());
-    norm_ = model_->register_module("norm", std::make_shared<RMSNorm>(s.n_embd, s.norm_eps, init.options));
+    norm_ = model_->register_module("norm", f.norm({"model.norm", s.n_embd, s.norm_eps, NormKind::rms}, init));
     lm_head = register_module("lm_head", f.linear({"lm_head", s.n_embd, s.vocab_size, false, 0.02, Split::column, 1, /*output_head=*/true}, init));
   }
   at::Tensor forward(const at::Tensor& x) override { return lm_head->forward(norm_->forward(x)); }
@@ -131,7 +147,7 @@ class Head final : public Layer {
 
  private:
   std::shared_ptr<torch::nn::Module> model_;
-  std::shared_ptr<RMSNorm> norm_;
+  std::shared_ptr<Layer> norm_;
 };
 
 }  // namespace

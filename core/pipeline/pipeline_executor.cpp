@@ -68,18 +68,24 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
   };
   auto boundary_buffer = [&](int64_t mb) {
     const auto& ids = batches[static_cast<std::size_t>(mb)].inputs;
-    return at::empty({ids.size(0), ids.size(1), s_.hidden}, at::TensorOptions().dtype(s_.activation_dtype).device(s_.device));
+    const int64_t positions = ids.size(1) / s_.factory->sequence_shards();  // a sequence-parallel part
+    return at::empty({ids.size(0), positions, s_.hidden}, at::TensorOptions().dtype(s_.activation_dtype).device(s_.device));
   };
-  auto take = [&](std::map<Key, PendingRecv>& from, const Key& key) {
+  barrier("pipeline-start");
+  const auto t0 = Clock::now();
+  auto since_start_us = [&](Clock::time_point t) { return std::chrono::duration<double, std::micro>(t - t0).count(); };
+  auto record = [&](const Action& a, Clock::time_point started) {
+    out.timeline.push_back({a, since_start_us(started), since_start_us(Clock::now())});
+  };
+  auto take = [&](std::map<Key, PendingRecv>& from, const Key& key, ActionType recv) {
     auto it = from.find(key);
     PendingRecv r = std::move(it->second);
     from.erase(it);
+    const auto waited = Clock::now();
     r.work->wait();
+    record({recv, key.first, key.second}, waited);
     return r.buffer;
   };
-
-  barrier("pipeline-start");
-  const auto t0 = Clock::now();
   int64_t backward_index = 0;
   for (std::size_t k = 0; k < s_.actions.size(); ++k) {
     const Action& a = s_.actions[k];
@@ -91,7 +97,7 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
         if (a.stage == 0) {
           x = batch.inputs.to(s_.device);
         } else {
-          x = take(activations_in, key);
+          x = take(activations_in, key, ActionType::recv_activation);
           x.requires_grad_(true);
           inputs[key] = x;
         }
@@ -114,11 +120,12 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
         held_now += held_bytes[key];
         out.activation_bytes = std::max(out.activation_bytes, held_now);
         out.busy_s += seconds_since(started);
+        record(a, started);
         break;
       }
       case ActionType::backward: {
         at::Tensor grad;
-        if (a.stage != last_stage) grad = take(grads_in, key);
+        if (a.stage != last_stage) grad = take(grads_in, key, ActionType::recv_grad);
         const MicrobatchInfo mb{backward_index++, backwards_};
         const bool last_of_stage = last_backward_of_.at(a.stage) == k;
         if (s_.tied) s_.tied->before_backward(a.stage, last_of_stage);
@@ -133,6 +140,7 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
         }
         s_.dp->after_backward(mb);
         out.busy_s += seconds_since(started);
+        record(a, started);
         if (s_.tied) s_.tied->after_backward(a.stage, last_of_stage);
         held_now -= held_bytes[key];
         if (a.stage > 0) {

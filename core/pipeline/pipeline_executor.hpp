@@ -32,7 +32,14 @@ struct ExecutorSetup {
   Precision precision;
   at::Device device{at::kCPU};
   at::ScalarType activation_dtype = at::kFloat;  // what crosses stage boundaries
-  int64_t hidden = 0;                            // activation shape [B, T, hidden]
+  int64_t hidden = 0;                            // activation shape [B, T / factory->sequence_shards(), hidden]
+};
+
+// One action as it ran on this rank, in microseconds from the step's pipeline start:
+// forwards and backwards, and, as recv_activation / recv_grad, the waits for a receive.
+struct RanAction {
+  Action action;
+  double start_us = 0.0, end_us = 0.0;
 };
 
 struct ScheduleOutcome {
@@ -41,6 +48,7 @@ struct ScheduleOutcome {
   double busy_s = 0.0;           // in forwards and backwards
   double span_s = 0.0;           // from every pipeline rank's start to every rank's end
   at::Tensor first_logits;       // microbatch 0's whole logits, when asked for and this rank has the last stage
+  std::vector<RanAction> timeline;
 };
 
 class PipelineExecutor {

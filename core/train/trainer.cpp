@@ -17,6 +17,7 @@
 #include "memory/tracking_allocator.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "pipeline/measured_trace.hpp"
 #include "pipeline/pipeline_executor.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"
@@ -240,6 +241,12 @@ static RunSummary train_and_report(const RunPlan& plan) {
     if (dump_logits && logits_writer) {
       save_safetensors((out / "debug_logits.safetensors").string(),
                        {{"inputs", batches[0].inputs}, {"targets", batches[0].targets}, {"logits", outcome.first_logits}});
+    }
+    if (step == debug.get<int64_t>("pipeline_trace")) {
+      const auto timeout = std::chrono::milliseconds(
+          static_cast<int64_t>(cfg.table("distributed").get<double>("rendezvous_timeout_s") * 1000.0));
+      write_measured_trace(world, outcome.timeline, schedule_plan.spec, step, timeout,
+                           (out / "pipeline-trace.json").string());
     }
     // Only the last stage computes the loss: the pipeline group sums it to every stage.
     double loss = group_sum(pp_group, device, group_sum(dp_group, device, outcome.loss_sum, "loss-sum"), "loss-sum-pp");

@@ -3,7 +3,8 @@
 // so attention heads and MLP hidden units are divided over the tp ranks while the model
 // code stays the same. With vocab_parallel the token embedding and the output head are
 // split along the vocabulary and the cross-entropy runs on the slices; norms and
-// position embeddings are replicated.
+// position embeddings are replicated. With sequence_parallel the activations between
+// the split layers (norms, residuals) hold 1/t of the positions each.
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 #include "tp_layers.hpp"
@@ -21,8 +22,21 @@ class MegatronFactory final : public plait::LayerFactory {
       case plait::Split::row: return plait::megatron::row_linear(spec, init, tp_);
       case plait::Split::none: break;
     }
-    return plait::megatron::replicated_linear(spec, init);
+    return plait::megatron::replicated_linear(spec, init, tp_);
   }
+  std::shared_ptr<plait::Layer> fused_linear(const std::vector<plait::LinearSpec>& parts,
+                                            const plait::InitSpec& init) override {
+    bool columns = true;
+    for (const auto& spec : parts) columns = columns && spec.split == plait::Split::column && !spec.output_head;
+    return columns ? plait::megatron::column_group(parts, init, tp_) : LayerFactory::fused_linear(parts, init);
+  }
+  std::shared_ptr<plait::Layer> norm(const plait::NormSpec& spec, const plait::InitSpec& init) override {
+    return splits_sequence() ? plait::megatron::norm(spec, init, tp_) : LayerFactory::norm(spec, init);
+  }
+  std::shared_ptr<plait::Layer> blocks_entry() override {
+    return splits_sequence() ? plait::megatron::sequence_entry(tp_) : LayerFactory::blocks_entry();
+  }
+  int64_t sequence_shards() const override { return splits_sequence() ? tp_.ways : 1; }
   std::shared_ptr<plait::Layer> embedding(const plait::EmbeddingSpec& spec, const plait::InitSpec& init) override {
     return plait::megatron::embedding(spec, init, tp_);
   }
@@ -40,6 +54,7 @@ class MegatronFactory final : public plait::LayerFactory {
 
  private:
   bool slices_logits() const { return tp_.vocab_parallel && tp_.group != nullptr; }
+  bool splits_sequence() const { return tp_.sequence_parallel && tp_.group != nullptr; }
   TpPlace tp_;
 };
 
@@ -53,8 +68,10 @@ class Megatron final : public plait::TensorParallel {
       tp.ways = tp.group->size();
     }
     tp.vocab_parallel = setup.context->options->get<bool>("vocab_parallel");
+    tp.sequence_parallel = setup.context->options->get<bool>("sequence_parallel");
     setup.context->log->info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank,
-                             tp.vocab_parallel ? "; vocabulary split (vocab-parallel loss)" : "; vocabulary replicated");
+                             tp.vocab_parallel ? "; vocabulary split (vocab-parallel loss)" : "; vocabulary replicated",
+                             tp.sequence_parallel ? "; sequence parallel" : "");
     return std::make_shared<MegatronFactory>(tp);
   }
 };

@@ -20,19 +20,138 @@ void all_reduce(Communicator* tp, at::Tensor& t, const char* phase) {
   tp->all_reduce(t, o)->wait();
 }
 
-// Megatron's f: identity forward; the input gradient is summed over the tp ranks
-// (each holds the part that flowed through its columns).
+// Every rank's x concatenated along `dim`.
+at::Tensor all_gather_along(Communicator* tp, const at::Tensor& x, int64_t dim, const char* phase) {
+  at::Tensor mine = x.contiguous().reshape({-1});
+  at::Tensor all = at::empty({tp->size() * mine.numel()}, mine.options());
+  CommOptions o;
+  o.tag = {"megatron", phase, "", -1};
+  tp->all_gather(all, mine, o)->wait();
+  std::vector<int64_t> shape = {tp->size()};
+  for (int64_t d : x.sizes()) shape.push_back(d);
+  return at::cat(all.view(shape).unbind(0), dim);
+}
+
+// This rank's 1/t of x along dim 1 (the sequence of [B, T, C]), summed over the ranks.
+at::Tensor reduce_scatter_sequence(Communicator* tp, const at::Tensor& x, const char* phase) {
+  const int64_t t = tp->size(), part = x.size(1) / t;
+  std::vector<int64_t> split = {x.size(0), t, part};
+  for (int64_t d = 2; d < x.dim(); ++d) split.push_back(x.size(d));
+  const at::Tensor by_rank = x.contiguous().view(split).transpose(0, 1).contiguous();  // [t, B, T/t, ...]
+  std::vector<int64_t> out_shape = x.sizes().vec();
+  out_shape[1] = part;
+  at::Tensor out = at::empty({by_rank.numel() / t}, x.options());
+  ReduceScatterOptions o;
+  o.tag = {"megatron", phase, "", -1};
+  tp->reduce_scatter(out, by_rank.view({-1}), o)->wait();
+  return out.view(out_shape);
+}
+
+at::Tensor sequence_part(const at::Tensor& x, Communicator* tp) {
+  const int64_t part = x.size(1) / tp->size();
+  return x.narrow(1, tp->rank() * part, part).contiguous();
+}
+
+std::string phase_of(AutogradContext* ctx) { return ctx->saved_data["phase"].toStringRef(); }
+
+// Megatron's f: identity forward; the gradient is summed over the tp ranks (each holds
+// the part that flowed through its columns, or, under sequence parallel, through its
+// positions).
 struct CopyToTp : public torch::autograd::Function<CopyToTp> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp, const char* phase) {
     ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    ctx->saved_data["phase"] = std::string(phase);
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     at::Tensor g = grads[0].contiguous().clone();
-    all_reduce(group_of(ctx), g, "column-input-grad");
-    return {g, at::Tensor()};
+    all_reduce(group_of(ctx), g, phase_of(ctx).c_str());
+    return {g, at::Tensor(), at::Tensor()};
   }
 };
+
+// Sequence parallel (Korthikanti et al. 2022). Entering the blocks: each rank keeps its
+// 1/t of the positions; the gradient of the whole sequence is gathered back.
+struct SplitSequence : public torch::autograd::Function<SplitSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    return sequence_part(x, tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {all_gather_along(group_of(ctx), grads[0], 1, "sequence-entry-grad"), at::Tensor()};
+  }
+};
+
+// The whole sequence from every rank's part, for a replicated layer: each rank computes
+// the whole gradient, so backward keeps this rank's positions of it.
+struct GatherSequence : public torch::autograd::Function<GatherSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    return all_gather_along(tp, x, 1, "sequence-gather");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {sequence_part(grads[0], group_of(ctx)), at::Tensor()};
+  }
+};
+
+// A row-parallel layer's partial sums, summed and split over the positions (Megatron's
+// g-bar under sequence parallel); the gradient of each part is gathered back.
+struct ReduceScatterToSequence : public torch::autograd::Function<ReduceScatterToSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    return reduce_scatter_sequence(tp, x, "row-output-scatter");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {all_gather_along(group_of(ctx), grads[0], 1, "row-output-grad-gather"), at::Tensor()};
+  }
+};
+
+// A column-parallel linear on this rank's positions (Megatron's linear with sequence
+// parallel): the whole sequence is gathered for the product but not kept; backward
+// gathers it again for the weight's gradient and reduce-scatters the input's gradient.
+// Keeping only the part is what makes sequence parallel divide these activations by t.
+struct SequenceColumnLinear : public torch::autograd::Function<SequenceColumnLinear> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& part, const at::Tensor& weight,
+                            const at::Tensor& bias, Communicator* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    const bool has_bias = bias.numel() > 0;  // autograd functions take no undefined inputs: empty means none
+    ctx->saved_data["bias"] = has_bias;
+    ctx->save_for_backward({part, weight});
+    return at::linear(all_gather_along(tp, part, 1, "sequence-gather"), weight, has_bias ? bias : at::Tensor());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Communicator* tp = group_of(ctx);
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& part = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor gy = grads[0].contiguous();
+    const auto type = gy.scalar_type();  // autocast may have run the product in a lower precision
+    const at::Tensor whole = all_gather_along(tp, part, 1, "sequence-regather").to(type);
+    const at::Tensor gx = reduce_scatter_sequence(tp, gy.matmul(weight.to(type)), "sequence-gather-grad");
+    const at::Tensor gy2 = gy.reshape({-1, gy.size(-1)});
+    const at::Tensor gw = gy2.t().mm(whole.reshape({-1, whole.size(-1)}));
+    const at::Tensor gb = ctx->saved_data["bias"].toBool() ? gy2.sum(0) : at::Tensor();
+    return {gx.to(part.scalar_type()), gw.to(weight.scalar_type()),
+            gb.defined() ? gb.to(weight.scalar_type()) : gb, at::Tensor()};
+  }
+};
+
+// A replicated parameter used on this rank's positions only: its gradient is summed over
+// the tp ranks (Megatron all-reduces these after backward; here each use does).
+at::Tensor whole_grad(const at::Tensor& p, const TpPlace& tp) {
+  return tp.sequence_parallel && tp.group && p.defined() ? CopyToTp::apply(p, tp.group, "sequence-param-grad") : p;
+}
+
+// x W^T + b with this rank's columns: over the whole sequence gathered from every
+// rank's positions under sequence parallel; else over x, whose gradient is summed over
+// the ranks.
+at::Tensor column_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const TpPlace& tp) {
+  if (!tp.group) return at::linear(x, weight, bias);
+  if (tp.sequence_parallel) {
+    return SequenceColumnLinear::apply(x, weight, bias.defined() ? bias : at::empty({0}, weight.options()), tp.group);
+  }
+  return at::linear(CopyToTp::apply(x, tp.group, "column-input-grad"), weight, bias);
+}
 
 // Megatron's g: the partial sums of a row-parallel layer are all-reduced forward;
 // the gradient passes through.
@@ -51,14 +170,7 @@ struct ReduceFromTp : public torch::autograd::Function<ReduceFromTp> {
 struct GatherFromTp : public torch::autograd::Function<GatherFromTp> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
     ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
-    at::Tensor mine = x.contiguous().reshape({-1});
-    at::Tensor all = at::empty({tp->size() * mine.numel()}, mine.options());
-    CommOptions o;
-    o.tag = {"megatron", "column-output-gather", "", -1};
-    tp->all_gather(all, mine, o)->wait();
-    std::vector<int64_t> shape = {tp->size()};
-    for (int64_t d : x.sizes()) shape.push_back(d);
-    return at::cat(all.view(shape).unbind(0), -1);
+    return all_gather_along(tp, x, -1, "column-output-gather");
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Communicator* tp = group_of(ctx);
@@ -89,17 +201,46 @@ class ColumnLinear final : public Layer {
     if (spec.bias) bias_ = register_parameter("bias", filled({spec.out_features / tp.ways}, 0.0, init.options));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    const at::Tensor input = tp_.group ? CopyToTp::apply(x, tp_.group) : x;
-    at::Tensor y = at::linear(input, weight_, bias_);
+    at::Tensor y = column_product(x, weight_, bias_, tp_);
     return gather_output_ && tp_.group ? GatherFromTp::apply(y, tp_.group) : y;
   }
   TensorSplit split_of(const std::string&) const override { return {0, parts_}; }
+  const at::Tensor& weight() const { return weight_; }
+  const at::Tensor& bias() const { return bias_; }
 
  private:
   TpPlace tp_;
   int64_t parts_;
   bool gather_output_;
   at::Tensor weight_, bias_;
+};
+
+// Column-parallel linears that read one input, as one product with their weights
+// stacked: the input is made whole (its gradient summed, or the sequence gathered) once.
+class ColumnGroup final : public Layer {
+ public:
+  ColumnGroup(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp) : tp_(tp) {
+    for (const auto& spec : specs) {
+      PLAIT_CHECK(spec.bias == specs.front().bias,
+                  concat("megatron: the fused linears ", specs.front().name, " and ", spec.name,
+                         " differ in having a bias"),
+                  "fuse linears that all have a bias or none");
+      parts_.push_back(register_module(spec.name.substr(spec.name.rfind('.') + 1),
+                                       std::make_shared<ColumnLinear>(spec, init, tp)));
+    }
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    std::vector<at::Tensor> weights, biases;
+    for (const auto& part : parts_) {
+      weights.push_back(part->weight());
+      if (part->bias().defined()) biases.push_back(part->bias());
+    }
+    return column_product(x, at::cat(weights, 0), biases.empty() ? at::Tensor() : at::cat(biases, 0), tp_);
+  }
+
+ private:
+  TpPlace tp_;
+  std::vector<std::shared_ptr<ColumnLinear>> parts_;
 };
 
 class RowLinear final : public Layer {
@@ -116,8 +257,11 @@ class RowLinear final : public Layer {
   }
   at::Tensor forward(const at::Tensor& x) override {
     at::Tensor y = at::linear(x, weight_);
-    if (tp_.group) y = ReduceFromTp::apply(y, tp_.group, "row-output");
-    return bias_.defined() ? y + bias_ : y;  // the bias is added once, after the sum
+    if (tp_.group) {
+      y = tp_.sequence_parallel ? ReduceScatterToSequence::apply(y, tp_.group)
+                                : ReduceFromTp::apply(y, tp_.group, "row-output");
+    }
+    return bias_.defined() ? y + whole_grad(bias_, tp_) : y;  // the bias is added once, after the sum
   }
   TensorSplit split_of(const std::string& name) const override {
     return name == "weight" ? TensorSplit{1, 1} : TensorSplit{};
@@ -128,16 +272,20 @@ class RowLinear final : public Layer {
   at::Tensor weight_, bias_;
 };
 
+// Replicated; position-wise, so under sequence parallel it runs on this rank's positions.
 class Linear final : public Layer {
  public:
-  Linear(const LinearSpec& spec, const InitSpec& init) {
+  Linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) : tp_(tp) {
     weight_ = register_parameter("weight", seeded_normal({spec.out_features, spec.in_features}, spec.init_std,
                                                          init.seed, spec.name + ".weight", init.options));
     if (spec.bias) bias_ = register_parameter("bias", filled({spec.out_features}, 0.0, init.options));
   }
-  at::Tensor forward(const at::Tensor& x) override { return at::linear(x, weight_, bias_); }
+  at::Tensor forward(const at::Tensor& x) override {
+    return at::linear(x, whole_grad(weight_, tp_), whole_grad(bias_, tp_));
+  }
 
  private:
+  TpPlace tp_;
   at::Tensor weight_, bias_;
 };
 
@@ -154,13 +302,19 @@ class Embedding final : public Layer {
   at::Tensor weight_;
 };
 
+// Replicated: under sequence parallel it reads the whole sequence (each rank's
+// gradient of it is whole already).
 class TiedHead final : public Layer {
  public:
-  explicit TiedHead(std::shared_ptr<Embedding> embedding) : embedding_(std::move(embedding)) {}
-  at::Tensor forward(const at::Tensor& x) override { return at::linear(x, embedding_->weight()); }
+  TiedHead(std::shared_ptr<Embedding> embedding, const TpPlace& tp) : embedding_(std::move(embedding)), tp_(tp) {}
+  at::Tensor forward(const at::Tensor& x) override {
+    const bool split = tp_.sequence_parallel && tp_.group;
+    return at::linear(split ? GatherSequence::apply(x, tp_.group) : x, embedding_->weight());
+  }
 
  private:
   std::shared_ptr<Embedding> embedding_;
+  TpPlace tp_;
 };
 
 // The token embedding split along the vocabulary (Megatron's VocabParallelEmbedding):
@@ -199,7 +353,7 @@ class VocabTiedHead final : public Layer {
   VocabTiedHead(std::shared_ptr<VocabEmbedding> embedding, const TpPlace& tp)
       : embedding_(std::move(embedding)), tp_(tp) {}
   at::Tensor forward(const at::Tensor& x) override {
-    return at::linear(CopyToTp::apply(x, tp_.group), embedding_->weight());
+    return column_product(x, embedding_->weight(), at::Tensor(), tp_);
   }
 
  private:
@@ -249,17 +403,59 @@ struct VocabCrossEntropy : public torch::autograd::Function<VocabCrossEntropy> {
   }
 };
 
+// A norm over this rank's positions (sequence parallel): the reference math, with its
+// parameters' gradients summed over the tp ranks.
+class SequenceNorm final : public Layer {
+ public:
+  SequenceNorm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp) : kind_(spec.kind), eps_(spec.eps), tp_(tp) {
+    weight_ = register_parameter("weight", filled({spec.dim}, 1.0, init.options));
+    if (kind_ == NormKind::layer) bias_ = register_parameter("bias", filled({spec.dim}, 0.0, init.options));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    if (kind_ == NormKind::rms) return rms_norm(x, whole_grad(weight_, tp_), eps_);
+    return layer_norm(x, whole_grad(weight_, tp_), whole_grad(bias_, tp_), eps_);
+  }
+
+ private:
+  NormKind kind_;
+  double eps_;
+  TpPlace tp_;
+  at::Tensor weight_, bias_;
+};
+
+class SequenceEntry final : public Layer {
+ public:
+  explicit SequenceEntry(const TpPlace& tp) : tp_(tp) {}
+  at::Tensor forward(const at::Tensor& x) override {
+    PLAIT_CHECK(x.size(1) % tp_.ways == 0,
+                concat("megatron: sequence_parallel splits each sequence over the ", tp_.ways,
+                       " tensor-parallel ranks, but a batch holds ", x.size(1), " positions"),
+                "set [data] seq_len to a multiple of parallel.tp, or [megatron] sequence_parallel = false");
+    return SplitSequence::apply(x, tp_.group);
+  }
+
+ private:
+  TpPlace tp_;
+};
+
 }  // namespace
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) {
   return std::make_shared<ColumnLinear>(spec, init, tp);
 }
+std::shared_ptr<Layer> column_group(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp) {
+  return std::make_shared<ColumnGroup>(specs, init, tp);
+}
 std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) {
   return std::make_shared<RowLinear>(spec, init, tp);
 }
-std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init) {
-  return std::make_shared<Linear>(spec, init);
+std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) {
+  return std::make_shared<Linear>(spec, init, tp);
 }
+std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp) {
+  return std::make_shared<SequenceNorm>(spec, init, tp);
+}
+std::shared_ptr<Layer> sequence_entry(const TpPlace& tp) { return std::make_shared<SequenceEntry>(tp); }
 std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init, const TpPlace& tp) {
   if (spec.vocab_split && tp.vocab_parallel && tp.group != nullptr) return std::make_shared<VocabEmbedding>(spec, init, tp);
   return std::make_shared<Embedding>(spec, init);
@@ -269,7 +465,7 @@ std::shared_ptr<Layer> tied_head(const std::shared_ptr<Layer>& embedding, const 
   auto e = std::dynamic_pointer_cast<Embedding>(embedding);
   PLAIT_CHECK(e != nullptr, "megatron: tied_head needs an embedding made by the megatron factory",
               "a layer factory ties only its own embeddings");
-  return std::make_shared<TiedHead>(std::move(e));
+  return std::make_shared<TiedHead>(std::move(e), tp);
 }
 at::Tensor vocab_token_loss_sum(const at::Tensor& logits, const at::Tensor& targets, Communicator* tp) {
   return VocabCrossEntropy::apply(logits, targets, tp);

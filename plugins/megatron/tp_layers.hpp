@@ -2,9 +2,11 @@
 // Megatron's tensor-parallel layers. A column-parallel linear keeps out/t rows of the
 // weight (each of a fused q|k|v's parts split alike) and needs its input whole; a
 // row-parallel linear keeps in/t columns, takes the column layer's split output and
-// all-reduces its partial sums. Weights are the reference model's, sliced: each rank
+// all-reduces its partial sums (or, under sequence parallel, reduce-scatters them over
+// the positions). Weights are the reference model's, sliced: each rank
 // draws the whole parameter from its per-name seed and keeps its part.
 #include <memory>
+#include <vector>
 
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/layers.hpp"
@@ -17,11 +19,21 @@ struct TpPlace {
   // Token embedding and output head split along the vocabulary, with the loss computed
   // on the slices ([megatron] vocab_parallel).
   bool vocab_parallel = false;
+  // Between the tensor-parallel regions (norms, residual adds) each rank holds 1/t of
+  // the positions; column layers all-gather them, row layers reduce-scatter into them
+  // ([megatron] sequence_parallel, Korthikanti et al. 2022).
+  bool sequence_parallel = false;
 };
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
+// Column-parallel linears reading one input (fused): one product over stacked weights.
+std::shared_ptr<Layer> column_group(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
-std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init);
+std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
+// Under sequence parallel: a norm of this rank's positions whose parameters' gradients
+// are summed over the tp ranks, and the layer that splits the sequence before the blocks.
+std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp);
+std::shared_ptr<Layer> sequence_entry(const TpPlace& tp);
 // Split along the vocabulary when the spec allows it and tp.vocab_parallel; else replicated.
 std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init, const TpPlace& tp);
 // x E^T with the weight of an embedding made by embedding(): vocabulary slices of the

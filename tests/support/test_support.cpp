@@ -56,6 +56,13 @@ ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std
   return result;
 }
 
+ProcessResult run_quickstart(const fs::path& out, int steps, const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"run", source_path("configs/quickstart.toml"), "--steps", std::to_string(steps),
+                                   "--out", out.string()};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return run_plait(args);
+}
+
 std::vector<nlohmann::json> read_metrics(const fs::path& run_dir) {
   std::vector<nlohmann::json> out;
   std::ifstream in(run_dir / "metrics.jsonl");

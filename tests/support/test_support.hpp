@@ -37,6 +37,10 @@ struct ProcessResult {
 // Runs `plait args...` with the given environment additions.
 ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
+// `plait run configs/quickstart.toml --steps steps --out out` with `sets` ("key=value"
+// each) on top.
+ProcessResult run_quickstart(const fs::path& out, int steps, const std::vector<std::string>& sets);
+
 // metrics.jsonl of a run folder, one object per step.
 std::vector<nlohmann::json> read_metrics(const fs::path& run_dir);
 

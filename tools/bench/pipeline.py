@@ -10,6 +10,7 @@ microbatches per step, one thread per rank, gloo:
   gpipe        pp 2, "gpipe"
   interleaved  pp 2, "interleaved-1f1b", virtual_stages 2
   tp2          tp 2, [parallel] tensor = "megatron" (data = "none")
+  tp2-sp       tp 2 with [megatron] sequence_parallel = true
   dp2          dp 2, data = "ddp" (the same microbatches per rank, so twice the tokens a step)
 
 Figures, medians over the steps after warm-up, then over repeats:
@@ -42,6 +43,8 @@ VARIANTS = {
     "interleaved": ["parallel.pipeline=interleaved-1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=none",
                     "interleaved-1f1b.virtual_stages=2"],
     "tp2": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none"],
+    "tp2-sp": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none",
+               "megatron.sequence_parallel=true"],
     "dp2": ["parallel.data=ddp", "parallel.dp=2"],
 }
 
@@ -106,7 +109,8 @@ def main():
         base = statistics.median(r[0] for r in results[("gpipe", m)])
         print(f"m {m}: 1f1b/gpipe {statistics.median(r[0] for r in results[('1f1b', m)]) / base:.2f}, "
               f"interleaved/gpipe {statistics.median(r[0] for r in results[('interleaved', m)]) / base:.2f}, "
-              f"tp2/dp2 {statistics.median(r[0] for r in results[('tp2', m)]) / statistics.median(r[0] for r in results[('dp2', m)]):.2f}")
+              f"tp2/dp2 {statistics.median(r[0] for r in results[('tp2', m)]) / statistics.median(r[0] for r in results[('dp2', m)]):.2f}, "
+              f"tp2-sp/tp2 {statistics.median(r[0] for r in results[('tp2-sp', m)]) / statistics.median(r[0] for r in results[('tp2', m)]):.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -37,3 +37,7 @@ THREE_D_EQUIVALENCE("gpt2", "ddp", "parallel.data=ddp")
 THREE_D_EQUIVALENCE("gpt2", "zero stage 1", "parallel.data=zero", "zero.stage=1")
 THREE_D_EQUIVALENCE("gpt2", "zero stage 3", "parallel.data=zero", "zero.stage=3")
 THREE_D_EQUIVALENCE("llama", "fsdp", "parallel.data=fsdp")
+// Stages send each other 1/t of the positions.
+THREE_D_EQUIVALENCE("gpt2", "ddp with sequence parallel", "parallel.data=ddp", "megatron.sequence_parallel=true")
+THREE_D_EQUIVALENCE("llama", "zero stage 3 with sequence parallel", "parallel.data=zero", "zero.stage=3",
+                    "megatron.sequence_parallel=true")
