@@ -104,15 +104,19 @@ class Head final : public Layer {
 
 }  // namespace
 
-StageModel build_gpt2(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
+StageModel build_gpt2(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init,
+                      const UnitFilter& materialise) {
   StageModel model;
-  auto embeddings = std::make_shared<Embeddings>(spec, factory, init);
+  auto init_of = [&](std::size_t unit) { return init_for_unit(init, materialise, unit); };
+  auto embeddings = std::make_shared<Embeddings>(spec, factory, init_of(0));
   model.units.push_back({"transformer.", UnitKind::embedding, embeddings, {}});
   for (int64_t i = 0; i < spec.n_layer; ++i) {
     const std::string prefix = "transformer.h." + std::to_string(i);
-    model.units.push_back({prefix + ".", UnitKind::block, std::make_shared<Block>(spec, factory, init, prefix), {}});
+    model.units.push_back({prefix + ".", UnitKind::block,
+                           std::make_shared<Block>(spec, factory, init_of(model.units.size()), prefix), {}});
   }
-  model.units.push_back({"transformer.", UnitKind::head, std::make_shared<Head>(spec, factory, init, embeddings->wte),
+  model.units.push_back({"transformer.", UnitKind::head,
+                         std::make_shared<Head>(spec, factory, init_of(model.units.size()), embeddings->wte),
                          {"transformer.wte.weight"}});
   return model;
 }

@@ -152,16 +152,19 @@ class Head final : public Layer {
 
 }  // namespace
 
-StageModel build_llama(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
+StageModel build_llama(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init,
+                       const UnitFilter& materialise) {
   StageModel model;
-  model.units.push_back({"model.", UnitKind::embedding, std::make_shared<Embeddings>(spec, factory, init), {}});
-  auto rotary = std::make_shared<const Rotary>(spec, init.options);
+  auto init_of = [&](std::size_t unit) { return init_for_unit(init, materialise, unit); };
+  model.units.push_back({"model.", UnitKind::embedding, std::make_shared<Embeddings>(spec, factory, init_of(0)), {}});
+  auto rotary = std::make_shared<const Rotary>(spec, init.options);  // shared by every block: always real
   for (int64_t i = 0; i < spec.n_layer; ++i) {
     const std::string prefix = "model.layers." + std::to_string(i);
-    model.units.push_back(
-        {prefix + ".", UnitKind::block, std::make_shared<DecoderLayer>(spec, factory, init, prefix, rotary), {}});
+    model.units.push_back({prefix + ".", UnitKind::block,
+                           std::make_shared<DecoderLayer>(spec, factory, init_of(model.units.size()), prefix, rotary),
+                           {}});
   }
-  model.units.push_back({"", UnitKind::head, std::make_shared<Head>(spec, factory, init), {}});
+  model.units.push_back({"", UnitKind::head, std::make_shared<Head>(spec, factory, init_of(model.units.size())), {}});
   return model;
 }
 

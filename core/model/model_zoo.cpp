@@ -7,9 +7,10 @@
 
 namespace plait {
 
-StageModel build_model(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init) {
-  if (spec.family == "gpt2") return build_gpt2(spec, factory, init);
-  if (spec.family == "llama") return build_llama(spec, factory, init);
+StageModel build_model(const ModelSpec& spec, LayerFactory& factory, const InitSpec& init,
+                       const UnitFilter& materialise) {
+  if (spec.family == "gpt2") return build_gpt2(spec, factory, init, materialise);
+  if (spec.family == "llama") return build_llama(spec, factory, init, materialise);
   throw Error(concat("[model] unknown family '", spec.family, "'"), "families: gpt2, llama");
 }
 

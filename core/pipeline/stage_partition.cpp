@@ -99,4 +99,24 @@ RankStages rank_stages(const StageModel& whole, const StagePartition& partition,
   return out;
 }
 
+std::vector<bool> units_to_materialise(const StageModel& whole, const StagePartition& partition, int64_t pp,
+                                       int64_t pp_rank) {
+  std::map<std::string, std::size_t> owner;  // parameter name -> unit
+  for (std::size_t u = 0; u < whole.units.size(); ++u) {
+    for (const auto& p : whole.units[u].unit->named_parameters()) owner[whole.units[u].prefix + p.key()] = u;
+  }
+  std::vector<bool> out(whole.units.size(), false);
+  for (int64_t s = pp_rank; s < partition.stages(); s += pp) {
+    for (std::size_t u : partition.units_of[static_cast<std::size_t>(s)]) {
+      out[u] = true;
+      for (const auto& name : whole.units[u].borrowed) {
+        auto it = owner.find(name);
+        PLAIT_CHECK(it != owner.end(), concat("unit ", whole.units[u].prefix, " borrows ", name, ", which no unit owns"), "");
+        out[it->second] = true;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace plait

@@ -31,6 +31,12 @@ struct RankStages {
 };
 RankStages rank_stages(const StageModel& whole, const StagePartition& partition, int64_t pp, int64_t pp_rank);
 
+// The units (indices into the whole model's) a pipeline rank builds with real
+// parameters: its stages' units and those owning parameters they borrow (gpt2's head
+// reads the embedding's wte).
+std::vector<bool> units_to_materialise(const StageModel& whole, const StagePartition& partition, int64_t pp,
+                                       int64_t pp_rank);
+
 // Blocks per stage from parameter counts alone: consecutive runs that make the largest
 // run as small as possible (ties: earlier stages take fewer, as the first stage also
 // holds the embedding). Exposed for tests and `plait schedule show`.

@@ -152,15 +152,9 @@ static RunSummary train_and_report(const RunPlan& plan) {
     tensor = make_plugin<TensorParallel>(plan, tensor_name, step_metrics);
     factory = tensor.plugin->layer_factory({&tensor.context, tp_group});
   }
-  StageModel whole = build_model(plan.model, *factory, init);
-  std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
-  for (const auto& p : whole.parameters()) splits[p.name] = p.split;
-  if (checkpoint.get<bool>("save_init")) {
-    NamedTensors weights = gather_tensor_parallel(model_weights(whole), splits, tp_group);
-    if (primary) save_safetensors((out / "init.safetensors").string(), weights);
-  }
-
-  // 2. The pipeline keeps this rank's stages; parameters tied across stages are mirrored.
+  // 2. The pipeline keeps this rank's stages, cut on the model's shapes (the meta device)
+  //    so that each rank materialises only the units it runs; parameters tied across
+  //    stages are mirrored.
   const Mesh& mesh = world.mesh();
   const int64_t pp = mesh.shape().pp, pp_rank = mesh.coords().pp;
   Communicator* pp_group = world.group(Axis::pp);
@@ -168,16 +162,30 @@ static RunSummary train_and_report(const RunPlan& plan) {
   auto pipeline_schedule = configured_schedule(*plan.registry, cfg, step_metrics, world.rank(), world.size());
   SchedulePlan schedule_plan =
       plan_schedule(pipeline_schedule.plugin.get(), parallel.get<std::string>("pipeline"), pp, accum);
+  const StageModel shapes = build_meta_model(plan.model);
   const StagePartition partition =
-      partition_stages(whole, schedule_plan.spec.stages(), parallel.get<std::vector<int64_t>>("stage_blocks"));
+      partition_stages(shapes, schedule_plan.spec.stages(), parallel.get<std::vector<int64_t>>("stage_blocks"));
+  const std::vector<bool> materialised = units_to_materialise(shapes, partition, pp, pp_rank);
+  StageModel whole = build_model(plan.model, *factory, init, [&](std::size_t unit) { return materialised[unit]; });
+  std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
+  for (const auto& p : whole.parameters()) splits[p.name] = p.split;
   RankStages stages = rank_stages(whole, partition, pp, pp_rank);
   TiedParameters tied(whole, partition, pp, pp_rank, pp_group);
-  whole = StageModel{};  // other stages' units are freed here
+  whole = StageModel{};  // other stages' units (shapes only) are dropped here
   StageModel& model = stages.model;
+  // Every stage's whole tensors on pipeline rank 0, for the first dp and tp rank's writes.
+  auto gather_stages = [&](NamedTensors local) {
+    if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return local;
+    return gather_pipeline_stages(std::move(local), pp_group);
+  };
+  if (checkpoint.get<bool>("save_init")) {
+    NamedTensors weights = gather_stages(gather_tensor_parallel(model_weights(model), splits, tp_group));
+    if (primary) save_safetensors((out / "init.safetensors").string(), weights);
+  }
   tied.unlink_borrowed(model);
   apply_activation_checkpointing(model, train.get<std::string>("activation_checkpointing"));
 
-  // 2. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
+  // 3. Data parallel wraps the stage and owns the optimizer (with the offload plugin's
   //    placement of model state, when there is one).
   const std::string offload_name = parallel.get<std::string>("offload");
   PluginInstance<Offload> offload;
@@ -217,12 +225,6 @@ static RunSummary train_and_report(const RunPlan& plan) {
   // the first writes them).
   const bool logits_holder = pp_rank == pp - 1 && mesh.coords().dp == 0;
   const bool logits_writer = logits_holder && mesh.coords().tp == 0;
-  // Every stage's whole tensors on pipeline rank 0, for the first dp and tp rank's writes.
-  auto gather_stages = [&](NamedTensors local) {
-    if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return local;
-    return gather_pipeline_stages(std::move(local), pp_group);
-  };
-
   RunSummary summary;
   const auto run_start = Clock::now();
   for (int64_t step = 1; step <= steps; ++step) {

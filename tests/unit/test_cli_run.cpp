@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -99,6 +100,23 @@ TEST_CASE("save_init and save_final write reference-named safetensors", "[cli]")
   REQUIRE(init.size() == final.size());
   CHECK(init[0].first == "transformer.wte.weight");
   CHECK_FALSE(at::equal(init[0].second, final[0].second));  // two steps moved the weights
+
+  // Pipeline ranks build only their own stages (and tp ranks their slices): the saved
+  // initial weights, gathered from every stage, are still the single process's.
+  const auto split = dir / "split";
+  ProcessResult pp = run_quickstart(split, 1, {"parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1",
+                                               "parallel.tensor=megatron", "parallel.tp=2", "parallel.data=none",
+                                               "checkpoint.save_init=true"});
+  INFO(pp.output);
+  REQUIRE(pp.exit_code == 0);
+  auto pipelined = load_safetensors((split / "init.safetensors").string());
+  REQUIRE(pipelined.size() == init.size());
+  std::map<std::string, at::Tensor> by_name(init.begin(), init.end());
+  for (const auto& [name, tensor] : pipelined) {
+    INFO(name);
+    REQUIRE(by_name.count(name) == 1);
+    CHECK(at::equal(tensor, by_name.at(name)));
+  }
 }
 
 TEST_CASE("llama, bf16, float64 and text data all train", "[cli]") {

@@ -66,6 +66,18 @@ TEST_CASE("the embedding goes with the first stage, the head with the last", "[p
   CHECK(rank1.model.units.size() == 3);  // block 1, block 3, head
 }
 
+// No rank builds the whole model: each materialises its stages' units and what they
+// borrow (gpt2's tied head reads the embedding's wte; llama's head is its own).
+TEST_CASE("a pipeline rank materialises only its stages' units and the parameters they borrow", "[pipeline]") {
+  const StagePartition two = partition_stages(meta_model("gpt2", 4), 2, {});  // {emb, b0, b1}, {b2, b3, head}
+  CHECK(units_to_materialise(meta_model("gpt2", 4), two, 2, 0) == std::vector<bool>{1, 1, 1, 0, 0, 0});
+  CHECK(units_to_materialise(meta_model("gpt2", 4), two, 2, 1) == std::vector<bool>{1, 0, 0, 1, 1, 1});
+  CHECK(units_to_materialise(meta_model("llama", 4), partition_stages(meta_model("llama", 4), 2, {}), 2, 1) ==
+        std::vector<bool>{0, 0, 0, 1, 1, 1});
+  const StagePartition four = partition_stages(meta_model("gpt2", 4), 4, {});  // interleaved: stages 1, 3 on rank 1
+  CHECK(units_to_materialise(meta_model("gpt2", 4), four, 2, 1) == std::vector<bool>{1, 0, 1, 0, 1, 1});
+}
+
 TEST_CASE("a wrong stage_blocks override is refused with what is wrong", "[pipeline]") {
   const StageModel model = meta_model("gpt2", 4);
   CHECK_THROWS_WITH(partition_stages(model, 2, {1, 1, 2}), Contains("has 3 entries but the pipeline has 2"));
