@@ -32,7 +32,7 @@ void write_trace(const SchedulePlan& plan, const std::string& path) {
 
 int schedule_show(const ScheduleArgs& args) {
   const PreparedRun prep = prepare_run(args.config, args.sets);
-  const SchedulePlan& plan = prep.schedule;
+  const SchedulePlan& plan = prep.pipeline.schedule;
   const ScheduleSpec& spec = plan.spec;
   std::printf("schedule %s: pp %lld, %lld virtual stage%s per rank, %lld microbatches (train.grad_accum)\n",
               plan.plugin.c_str(), static_cast<long long>(spec.pp), static_cast<long long>(spec.stages_per_rank),

@@ -17,6 +17,7 @@
 #include <torch/headeronly/version.h>
 
 #include "data/make_sampler.hpp"
+#include "dist/core_binding.hpp"
 #include "dist/rendezvous.hpp"
 #include "dist/supervisor.hpp"
 #include "log/logging.hpp"
@@ -121,7 +122,7 @@ int run_single(PreparedRun& prep, const RunArgs& args) {
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
   auto world = World::single();
   const auto start = std::chrono::steady_clock::now();
-  train_logged({prep.config.get(), prep.registry.get(), prep.model, folder, world.get()});
+  train_logged({prep.config.get(), prep.registry.get(), prep.model, &prep.pipeline, folder, world.get()});
   core_log().info(summary_from_metrics(folder, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()),
                   "; run folder ", folder);
   flush_logs();
@@ -232,6 +233,11 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   PreparedRun prep = prepare_run(args.config, sets, worker.world_size);
   const std::string folder = from_plait ? worker.run_dir : out_dir(args);
   configure_logging("", args.verbose);  // plait's launcher writes this rank's output to its log
+  std::vector<int> cores;  // this rank's own, when bound
+  if (prep.config->table("distributed").get<bool>("bind_cores")) {
+    cores = core_slice(usable_cores(), worker.local_world_size, worker.local_rank);
+    bind_process_to(cores);
+  }
 
   // The store: the launcher's, or rank 0's when torchrun or Slurm started the ranks.
   std::unique_ptr<JobStore> store =
@@ -277,8 +283,10 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   const std::string device = cuda ? concat("cuda:", worker.local_rank) : "cpu";
   auto world = World::join(worker, std::move(store), prep.mesh, *backend, prep.dist, device, core_log());
   if (worker.rank == 0) core_log().info("plait ", PLAIT_VERSION, ": ", worker.world_size, " ranks joined (", comm_name, ")");
-  RunPlan plan{prep.config.get(), prep.registry.get(), prep.model, folder, world.get(), worker.local_world_size,
-               worker.local_rank};
+  // What the kernel now reports, not what was asked.
+  if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));
+  RunPlan plan{prep.config.get(), prep.registry.get(), prep.model, &prep.pipeline, folder, world.get(), worker.local_world_size,
+               worker.local_rank, static_cast<int>(cores.size())};
   train_logged(plan);
   // Rank 0 hosts the store when torchrun or Slurm started the job: it leaves last.
   JobStore& job = *world->store();

@@ -41,7 +41,7 @@ PipelineExecutor::PipelineExecutor(ExecutorSetup setup) : s_(std::move(setup)) {
   }
 }
 
-ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double tokens, bool keep_first_logits) {
+ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double tokens, StepRequests requests) {
   const int64_t last_stage = s_.spec.stages() - 1;
   const int64_t pp = s_.spec.pp;
   PLAIT_CHECK(static_cast<int64_t>(batches.size()) == s_.spec.microbatches,
@@ -75,7 +75,7 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
   const auto t0 = Clock::now();
   auto since_start_us = [&](Clock::time_point t) { return std::chrono::duration<double, std::micro>(t - t0).count(); };
   auto record = [&](const Action& a, Clock::time_point started) {
-    out.timeline.push_back({a, since_start_us(started), since_start_us(Clock::now())});
+    if (requests.keep_timeline) out.timeline.push_back({a, since_start_us(started), since_start_us(Clock::now())});
   };
   auto take = [&](std::map<Key, PendingRecv>& from, const Key& key, ActionType recv) {
     auto it = from.find(key);
@@ -109,7 +109,7 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
           for (std::size_t u : s_.units_of.at(a.stage)) h = s_.model->units[u].unit->forward(h);
         }
         if (a.stage == last_stage) {
-          if (keep_first_logits && a.microbatch == 0) out.first_logits = s_.factory->whole_logits(h.detach());
+          if (requests.keep_first_logits && a.microbatch == 0) out.first_logits = s_.factory->whole_logits(h.detach());
           at::Tensor loss_sum = s_.factory->token_loss_sum(h, batch.targets.to(s_.device));
           out.loss_sum += loss_sum.item<double>();
           outputs[key] = loss_sum / tokens;

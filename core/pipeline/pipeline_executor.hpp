@@ -48,16 +48,21 @@ struct ScheduleOutcome {
   double busy_s = 0.0;           // in forwards and backwards
   double span_s = 0.0;           // from every pipeline rank's start to every rank's end
   at::Tensor first_logits;       // microbatch 0's whole logits, when asked for and this rank has the last stage
-  std::vector<RanAction> timeline;
+  std::vector<RanAction> timeline;  // when asked for (a traced step)
+};
+
+struct StepRequests {
+  // Collective over the tensor-parallel group (vocabulary slices are gathered): every tp
+  // rank of the last stage passes the same.
+  bool keep_first_logits = false;
+  bool keep_timeline = false;
 };
 
 class PipelineExecutor {
  public:
   explicit PipelineExecutor(ExecutorSetup setup);
   // `tokens`: the global batch's token count, by which every microbatch's loss is divided.
-  // `keep_first_logits` is collective over the tensor-parallel group (vocabulary slices
-  // are gathered): every tp rank of the last stage passes the same.
-  ScheduleOutcome run(const std::vector<Batch>& batches, double tokens, bool keep_first_logits);
+  ScheduleOutcome run(const std::vector<Batch>& batches, double tokens, StepRequests requests = {});
 
  private:
   ExecutorSetup s_;

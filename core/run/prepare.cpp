@@ -19,21 +19,22 @@ PluginRegistry discover_plugins(const std::vector<SearchDir>& extra) {
 // Every rank's schedule is built and played through, and the model cut into its stages
 // (on the meta device: no memory), so that a schedule that would hang or a partition that
 // cannot be made stops the launch instead of a rank.
-static SchedulePlan check_pipeline(const PreparedRun& run) {
+static PipelinePlan check_pipeline(const PreparedRun& run) {
   const ConfigEntry* pipeline = run.loaded.tree.find("parallel", "pipeline");
   const ConfigEntry* blocks = run.loaded.tree.find("parallel", "stage_blocks");
   const ConfigEntry* pp = run.loaded.tree.find("parallel", "pp");
-  SchedulePlan plan;
+  PipelinePlan out;
+  SchedulePlan& plan = out.schedule;
   try {
     plan = plan_configured_schedule(*run.registry, *run.config, run.mesh.pp);
   } catch (const Error& e) {
     const ConfigEntry* where = pipeline ? pipeline : pp;
     throw Error(where ? where->source.describe() + ": " + e.what() : std::string(e.what()), e.hint());
   }
-  const StageModel meta = build_meta_model(run.model);
+  out.shapes = build_meta_model(run.model);
   const auto& counts = run.config->table("parallel").get<std::vector<int64_t>>("stage_blocks");
   try {
-    partition_stages(meta, plan.spec.stages(), counts,
+    out.partition = partition_stages(out.shapes, plan.spec.stages(), counts,
                      blocks ? blocks->source.describe() + ": [parallel] stage_blocks" : "[parallel] stage_blocks");
   } catch (const Error& e) {
     if (!counts.empty() || pp == nullptr) throw;  // the override's own message names its place
@@ -41,7 +42,7 @@ static SchedulePlan check_pipeline(const PreparedRun& run) {
                        " virtual stage(s) per rank: ", e.what()),
                 e.hint());
   }
-  return plan;
+  return out;
 }
 
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world) {
@@ -64,7 +65,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.mesh = resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),
                           static_cast<int>(parallel.get<int64_t>("tp")), known_world);
   run.world_size = run.mesh.world();
-  run.schedule = check_pipeline(run);
+  run.pipeline = check_pipeline(run);
   const Options& dist = run.config->table("distributed");
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };
   run.dist = {ms(dist.get<double>("rendezvous_timeout_s")), ms(dist.get<double>("collective_timeout_s")),

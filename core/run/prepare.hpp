@@ -11,9 +11,18 @@
 #include "dist/world.hpp"
 #include "model/model_spec.hpp"
 #include "pipeline/schedule_plan.hpp"
+#include "pipeline/stage_partition.hpp"
 #include "plugins/plugin_registry.hpp"
 
 namespace plait {
+
+// The launcher's checked pipeline, which each rank then runs: every pipeline rank's
+// actions, and the model's shapes (meta device) cut into the schedule's stages.
+struct PipelinePlan {
+  SchedulePlan schedule;
+  StageModel shapes;
+  StagePartition partition;
+};
 
 struct PreparedRun {
   LoadedConfig loaded;
@@ -23,7 +32,7 @@ struct PreparedRun {
   MeshShape mesh;
   int64_t world_size = 1;
   DistSettings dist;
-  SchedulePlan schedule;  // every pipeline rank's checked actions (the launcher's check)
+  PipelinePlan pipeline;
 };
 
 // `known_world` is the number of processes when the command line or the environment

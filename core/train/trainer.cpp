@@ -19,7 +19,6 @@
 #include "model/model_zoo.hpp"
 #include "pipeline/measured_trace.hpp"
 #include "pipeline/pipeline_executor.hpp"
-#include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"
 #include "pipeline/tied_parameters.hpp"
 #include "plait/sdk/data_parallel.hpp"
@@ -27,6 +26,7 @@
 #include "plait/sdk/tensor_parallel.hpp"
 #include "run/metrics_writer.hpp"
 #include "run/plugin_instance.hpp"
+#include "run/prepare.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/precision.hpp"
@@ -128,6 +128,8 @@ static RunSummary train_and_report(const RunPlan& plan) {
   set_device_memory_limit(static_cast<int64_t>(limit_mb * 1024 * 1024));
   if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) {
     at::set_num_threads(static_cast<int>(threads));
+  } else if (plan.bound_cores > 0) {
+    at::set_num_threads(plan.bound_cores);
   } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks
     at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size));
   }
@@ -159,13 +161,9 @@ static RunSummary train_and_report(const RunPlan& plan) {
   const int64_t pp = mesh.shape().pp, pp_rank = mesh.coords().pp;
   Communicator* pp_group = world.group(Axis::pp);
   const int64_t accum = train.get<int64_t>("grad_accum");
-  auto pipeline_schedule = configured_schedule(*plan.registry, cfg, step_metrics, world.rank(), world.size());
-  SchedulePlan schedule_plan =
-      plan_schedule(pipeline_schedule.plugin.get(), parallel.get<std::string>("pipeline"), pp, accum);
-  const StageModel shapes = build_meta_model(plan.model);
-  const StagePartition partition =
-      partition_stages(shapes, schedule_plan.spec.stages(), parallel.get<std::vector<int64_t>>("stage_blocks"));
-  const std::vector<bool> materialised = units_to_materialise(shapes, partition, pp, pp_rank);
+  const SchedulePlan& schedule_plan = plan.pipeline->schedule;
+  const StagePartition& partition = plan.pipeline->partition;
+  const std::vector<bool> materialised = units_to_materialise(plan.pipeline->shapes, partition, pp, pp_rank);
   StageModel whole = build_model(plan.model, *factory, init, [&](std::size_t unit) { return materialised[unit]; });
   std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
   for (const auto& p : whole.parameters()) splits[p.name] = p.split;
@@ -204,7 +202,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
                              plan.model.n_embd});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
-  // 3. Data and schedule.
+  // 4. Data and the learning-rate schedule.
   auto sampler = make_sampler(data, plan.model, seed, mesh.shape().dp, mesh.coords().dp);
   const int64_t steps = train.get<int64_t>("steps");
   const int64_t seq_len = resolve_seq_len(data, plan.model);
@@ -239,12 +237,13 @@ static RunSummary train_and_report(const RunPlan& plan) {
     // The loss of a step is normalised by the tokens of the whole global batch.
     const auto tokens = static_cast<int64_t>(group_sum(dp_group, device, static_cast<double>(local_tokens), "token-count"));
     const bool dump_logits = logits_holder && step == 1 && debug.get<bool>("dump_logits");
-    const ScheduleOutcome outcome = executor.run(batches, static_cast<double>(tokens), dump_logits);
+    const bool traced = step == debug.get<int64_t>("pipeline_trace");
+    const ScheduleOutcome outcome = executor.run(batches, static_cast<double>(tokens), {dump_logits, traced});
     if (dump_logits && logits_writer) {
       save_safetensors((out / "debug_logits.safetensors").string(),
                        {{"inputs", batches[0].inputs}, {"targets", batches[0].targets}, {"logits", outcome.first_logits}});
     }
-    if (step == debug.get<int64_t>("pipeline_trace")) {
+    if (traced) {
       const auto timeout = std::chrono::milliseconds(
           static_cast<int64_t>(cfg.table("distributed").get<double>("rendezvous_timeout_s") * 1000.0));
       write_measured_trace(world, outcome.timeline, schedule_plan.spec, step, timeout,

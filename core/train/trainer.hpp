@@ -15,14 +15,18 @@
 
 namespace plait {
 
+struct PipelinePlan;
+
 struct RunPlan {
   const ResolvedConfig* config = nullptr;
   const PluginRegistry* registry = nullptr;
   ModelSpec model;
+  const PipelinePlan* pipeline = nullptr;  // prepare_run's checked schedule and stage cut
   std::string out_dir;  // exists; rank 0 writes metrics and weights into it
   World* world = nullptr;
   int local_world_size = 1;  // ranks on this machine, to share its cores
   int local_rank = 0;
+  int bound_cores = 0;  // the cores this rank is bound to ([distributed] bind_cores); 0: not bound
 };
 
 struct RunSummary {

@@ -110,29 +110,52 @@ struct ReduceScatterToSequence : public torch::autograd::Function<ReduceScatterT
 // parallel): the whole sequence is gathered for the product but not kept; backward
 // gathers it again for the weight's gradient and reduce-scatters the input's gradient.
 // Keeping only the part is what makes sequence parallel divide these activations by t.
+// The products of one input with each weight (and bias: one per weight, or none),
+// concatenated along the last dimension.
+at::Tensor products(const at::Tensor& x, at::TensorList weights, at::TensorList biases) {
+  std::vector<at::Tensor> out;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    out.push_back(at::linear(x, weights[i], biases.empty() ? at::Tensor() : biases[i]));
+  }
+  return out.size() == 1 ? out[0] : at::cat(out, -1);
+}
+
 struct SequenceColumnLinear : public torch::autograd::Function<SequenceColumnLinear> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& part, const at::Tensor& weight,
-                            const at::Tensor& bias, Communicator* tp) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& part, at::TensorList weights,
+                            at::TensorList biases, Communicator* tp) {
     ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
-    const bool has_bias = bias.numel() > 0;  // autograd functions take no undefined inputs: empty means none
-    ctx->saved_data["bias"] = has_bias;
-    ctx->save_for_backward({part, weight});
-    return at::linear(all_gather_along(tp, part, 1, "sequence-gather"), weight, has_bias ? bias : at::Tensor());
+    ctx->saved_data["biases"] = !biases.empty();
+    std::vector<at::Tensor> saved = {part};
+    saved.insert(saved.end(), weights.begin(), weights.end());
+    ctx->save_for_backward(saved);
+    return products(all_gather_along(tp, part, 1, "sequence-gather"), weights, biases);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Communicator* tp = group_of(ctx);
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& part = saved[0];
-    const at::Tensor& weight = saved[1];
     const at::Tensor gy = grads[0].contiguous();
     const auto type = gy.scalar_type();  // autocast may have run the product in a lower precision
     const at::Tensor whole = all_gather_along(tp, part, 1, "sequence-regather").to(type);
-    const at::Tensor gx = reduce_scatter_sequence(tp, gy.matmul(weight.to(type)), "sequence-gather-grad");
-    const at::Tensor gy2 = gy.reshape({-1, gy.size(-1)});
-    const at::Tensor gw = gy2.t().mm(whole.reshape({-1, whole.size(-1)}));
-    const at::Tensor gb = ctx->saved_data["bias"].toBool() ? gy2.sum(0) : at::Tensor();
-    return {gx.to(part.scalar_type()), gw.to(weight.scalar_type()),
-            gb.defined() ? gb.to(weight.scalar_type()) : gb, at::Tensor()};
+    const at::Tensor whole2 = whole.reshape({-1, whole.size(-1)});
+    at::Tensor gx;
+    std::vector<at::Tensor> gw, gb;
+    int64_t column = 0;
+    for (std::size_t i = 1; i < saved.size(); ++i) {
+      const at::Tensor& weight = saved[i];
+      const at::Tensor g = gy.narrow(-1, column, weight.size(0));
+      column += weight.size(0);
+      const at::Tensor gi = g.matmul(weight.to(type));
+      gx = gx.defined() ? gx + gi : gi;
+      const at::Tensor g2 = g.reshape({-1, g.size(-1)});
+      gw.push_back(g2.t().mm(whole2).to(weight.scalar_type()));
+      if (ctx->saved_data["biases"].toBool()) gb.push_back(g2.sum(0).to(weight.scalar_type()));
+    }
+    variable_list out = {reduce_scatter_sequence(tp, gx, "sequence-gather-grad").to(part.scalar_type())};
+    out.insert(out.end(), gw.begin(), gw.end());
+    out.insert(out.end(), gb.begin(), gb.end());
+    out.emplace_back();  // tp
+    return out;
   }
 };
 
@@ -145,12 +168,12 @@ at::Tensor whole_grad(const at::Tensor& p, const TpPlace& tp) {
 // x W^T + b with this rank's columns: over the whole sequence gathered from every
 // rank's positions under sequence parallel; else over x, whose gradient is summed over
 // the ranks.
-at::Tensor column_product(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, const TpPlace& tp) {
-  if (!tp.group) return at::linear(x, weight, bias);
-  if (tp.sequence_parallel) {
-    return SequenceColumnLinear::apply(x, weight, bias.defined() ? bias : at::empty({0}, weight.options()), tp.group);
-  }
-  return at::linear(CopyToTp::apply(x, tp.group, "column-input-grad"), weight, bias);
+// Several weights (a fused group) read the input made whole once; their outputs are
+// concatenated. `biases`: one per weight, or none.
+at::Tensor column_product(const at::Tensor& x, at::TensorList weights, at::TensorList biases, const TpPlace& tp) {
+  if (!tp.group) return products(x, weights, biases);
+  if (tp.sequence_parallel) return SequenceColumnLinear::apply(x, weights, biases, tp.group);
+  return products(CopyToTp::apply(x, tp.group, "column-input-grad"), weights, biases);
 }
 
 // Megatron's g: the partial sums of a row-parallel layer are all-reduced forward;
@@ -201,7 +224,7 @@ class ColumnLinear final : public Layer {
     if (spec.bias) bias_ = register_parameter("bias", filled({spec.out_features / tp.ways}, 0.0, init.options));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    at::Tensor y = column_product(x, weight_, bias_, tp_);
+    at::Tensor y = column_product(x, weight_, bias_.defined() ? at::TensorList(bias_) : at::TensorList(), tp_);
     return gather_output_ && tp_.group ? GatherFromTp::apply(y, tp_.group) : y;
   }
   TensorSplit split_of(const std::string&) const override { return {0, parts_}; }
@@ -215,8 +238,9 @@ class ColumnLinear final : public Layer {
   at::Tensor weight_, bias_;
 };
 
-// Column-parallel linears that read one input, as one product with their weights
-// stacked: the input is made whole (its gradient summed, or the sequence gathered) once.
+// Column-parallel linears that read one input: the input is made whole (its gradient
+// summed, or the sequence gathered) once for the group, then each part's product; the
+// weights stay apart (no copy into one stacked matrix on every forward).
 class ColumnGroup final : public Layer {
  public:
   ColumnGroup(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp) : tp_(tp) {
@@ -225,7 +249,7 @@ class ColumnGroup final : public Layer {
                   concat("megatron: the fused linears ", specs.front().name, " and ", spec.name,
                          " differ in having a bias"),
                   "fuse linears that all have a bias or none");
-      parts_.push_back(register_module(spec.name.substr(spec.name.rfind('.') + 1),
+      parts_.push_back(register_module(spec.child_name(),
                                        std::make_shared<ColumnLinear>(spec, init, tp)));
     }
   }
@@ -235,7 +259,7 @@ class ColumnGroup final : public Layer {
       weights.push_back(part->weight());
       if (part->bias().defined()) biases.push_back(part->bias());
     }
-    return column_product(x, at::cat(weights, 0), biases.empty() ? at::Tensor() : at::cat(biases, 0), tp_);
+    return column_product(x, weights, biases, tp_);
   }
 
  private:
@@ -353,7 +377,7 @@ class VocabTiedHead final : public Layer {
   VocabTiedHead(std::shared_ptr<VocabEmbedding> embedding, const TpPlace& tp)
       : embedding_(std::move(embedding)), tp_(tp) {}
   at::Tensor forward(const at::Tensor& x) override {
-    return column_product(x, embedding_->weight(), at::Tensor(), tp_);
+    return column_product(x, embedding_->weight(), {}, tp_);
   }
 
  private:

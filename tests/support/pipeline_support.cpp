@@ -10,7 +10,7 @@ SchedulePlan quickstart_schedule(const std::string& schedule, int pp, int m, con
   std::vector<std::string> all = {"parallel.pipeline=" + schedule, "parallel.pp=" + std::to_string(pp),
                                   "parallel.dp=1", "train.grad_accum=" + std::to_string(m), "model.n_layer=8"};
   all.insert(all.end(), sets.begin(), sets.end());
-  return prepare_run(source_path("configs/quickstart.toml"), all).schedule;
+  return prepare_run(source_path("configs/quickstart.toml"), all).pipeline.schedule;
 }
 
 int compared_parameters(const std::string& family, int n_layer) {

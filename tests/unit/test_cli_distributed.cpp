@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dist/core_binding.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 
@@ -199,5 +200,26 @@ TEST_CASE("two launchers of one job (--nnodes 2 over loopback) both succeed, the
     REQUIRE(b.exit_code == 0);
     CHECK_THAT(a.output, Contains("done: loss"));
     CHECK(read_metrics(dir / concat("try", attempt, "-node0")).size() == 3);
+  }
+}
+
+TEST_CASE("bind_cores: each rank runs on its own cores, or the job is refused naming the cores", "[dist]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  const std::vector<int> cores = usable_cores();
+  ProcessResult r = run_plait(args_with({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--set",
+                                         "distributed.bind_cores=true", "--out", out.string()},
+                                        kDdp2));
+  INFO(r.output);
+  if (cores.size() < 2) {
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.output, Contains("fewer than its 2 ranks"));
+    return;
+  }
+  REQUIRE(r.exit_code == 0);
+  // The ranks log the affinity the kernel reports after binding.
+  for (int rank = 0; rank < 2; ++rank) {
+    CHECK_THAT(read_file(out / concat("rank-", rank, ".log")),
+               Contains(concat("rank ", rank, " (plait) bound to cores ", format_core_list(core_slice(cores, 2, rank)))));
   }
 }

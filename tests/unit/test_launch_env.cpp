@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "dist/core_binding.hpp"
 #include "dist/launch_env.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -85,4 +86,20 @@ TEST_CASE("plait's launcher environment round-trips and marks the launcher's sto
   CHECK(back->job_id == "abc");
   Env bad({{"RANK", "x"}, {"WORLD_SIZE", "2"}});
   CHECK_THROWS_WITH(worker_from_env(std::nullopt, std::nullopt), Contains("RANK=x is not an integer"));
+}
+
+TEST_CASE("bind_cores: each local rank takes a contiguous slice, the first ones one core more", "[dist]") {
+  const std::vector<int> cores = {0, 1, 2, 5, 7};
+  CHECK(core_slice(cores, 2, 0) == std::vector<int>{0, 1, 2});
+  CHECK(core_slice(cores, 2, 1) == std::vector<int>{5, 7});
+  CHECK(core_slice(cores, 5, 4) == std::vector<int>{7});
+  CHECK(core_slice({3}, 1, 0) == std::vector<int>{3});
+  CHECK(format_core_list({0, 1, 2, 5, 7, 8}) == "0-2,5,7-8");
+  try {
+    core_slice({0, 1}, 4, 3);
+    FAIL("four ranks on two cores were not refused");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains("may use 2 cores (0-1), fewer than its 4 ranks"));
+    CHECK_THAT(e.hint(), Contains("bind_cores = false"));
+  }
 }

@@ -4,7 +4,9 @@ microbatches, and tensor parallel 2 against data parallel 2, on this machine's C
 
 Every variant trains the same GPT-2 (8 blocks of width 256, vocabulary 256, so that
 the blocks dominate and the stages are balanced) with the same microbatch size and
-microbatches per step, one thread per rank, gloo:
+microbatches per step, one thread per rank, each rank bound to its own core
+([distributed] bind_cores: ranks sharing cores preempt each other, and one stage running
+late holds up the others), gloo:
 
   1f1b         pp 2, [parallel] pipeline = "1f1b"
   gpipe        pp 2, "gpipe"
@@ -36,7 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PLAIT = ROOT / "build" / "bin" / "plait"
 MODEL = ["model.n_layer=8", "model.n_embd=256", "model.n_head=4", "model.block_size=128",
-         "data.seq_len=128", "data.micro_batch_size=4", "train.threads=1", "train.grad_clip=1.0"]
+         "data.seq_len=128", "data.micro_batch_size=4", "train.threads=1", "train.grad_clip=1.0",
+         "distributed.bind_cores=true"]
 VARIANTS = {
     "1f1b": ["parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=none"],
     "gpipe": ["parallel.pipeline=gpipe", "parallel.pp=2", "parallel.dp=1", "parallel.data=none"],
@@ -81,6 +84,7 @@ def main():
     ap.add_argument("--microbatches", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--warm", type=int, default=3)
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -90,7 +94,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for rep in range(args.repeats):
             for m in args.microbatches:
-                for name in VARIANTS:
+                for name in args.variants:
                     tok, idle = run(name, m, args.steps, args.warm, f"{work}/r{rep}")
                     results.setdefault((name, m), []).append((tok, idle))
                     print(f"repeat {rep} m {m} {name:12s} {tok:9.0f} tok/s idle {['%.3f' % x for x in idle]}",
@@ -105,12 +109,14 @@ def main():
         rows.append(row)
         idle_txt = " ".join(f"{x:7.3f}" for x in idle) if idle else f"{'-':>7s} {'-':>7s}"
         print(f"{name:12s} {m:3d} {tok:9.0f} {idle_txt} {f if f is None else round(f, 3)!s:>8s}")
+    def ratio(a, b, m):
+        if (a, m) not in results or (b, m) not in results:
+            return "-"
+        return f"{statistics.median(r[0] for r in results[(a, m)]) / statistics.median(r[0] for r in results[(b, m)]):.2f}"
+
     for m in args.microbatches:
-        base = statistics.median(r[0] for r in results[("gpipe", m)])
-        print(f"m {m}: 1f1b/gpipe {statistics.median(r[0] for r in results[('1f1b', m)]) / base:.2f}, "
-              f"interleaved/gpipe {statistics.median(r[0] for r in results[('interleaved', m)]) / base:.2f}, "
-              f"tp2/dp2 {statistics.median(r[0] for r in results[('tp2', m)]) / statistics.median(r[0] for r in results[('dp2', m)]):.2f}, "
-              f"tp2-sp/tp2 {statistics.median(r[0] for r in results[('tp2-sp', m)]) / statistics.median(r[0] for r in results[('tp2', m)]):.2f}")
+        print(f"m {m}: 1f1b/gpipe {ratio('1f1b', 'gpipe', m)}, interleaved/gpipe {ratio('interleaved', 'gpipe', m)}, "
+              f"tp2/dp2 {ratio('tp2', 'dp2', m)}, tp2-sp/tp2 {ratio('tp2-sp', 'tp2', m)}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -34,6 +34,8 @@ struct LinearSpec {
   // token_loss_sum takes vocabulary slices may return them; otherwise a column split's
   // slices are all-gathered along the last dimension.
   bool output_head = false;
+  // The last component of `name` ("c_attn"): a fused group's child module name.
+  std::string child_name() const { return name.substr(name.rfind('.') + 1); }
 };
 
 struct EmbeddingSpec {
@@ -66,7 +68,7 @@ class PLAIT_SDK_VISIBLE LayerFactory {
   // parallel, each part's slice).
   virtual std::shared_ptr<Layer> fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) {
     auto fused = std::make_shared<Concatenated>();
-    for (const auto& spec : parts) fused->add(spec.name.substr(spec.name.rfind('.') + 1), linear(spec, init));
+    for (const auto& spec : parts) fused->add(spec.child_name(), linear(spec, init));
     return fused;
   }
   // Long ids -> vectors.
