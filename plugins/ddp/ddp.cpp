@@ -49,13 +49,17 @@ class Ddp final : public plait::DataParallel {
   }
 
   void after_backward(const plait::MicrobatchInfo& mb) override {
-    if (!sync_) return;
-    for (std::size_t b = 0; b < buckets_.size(); ++b) {
-      if (!buckets_[b].work) launch(b);  // hooks off, or parameters this backward did not reach
+    if (sync_) {
+      for (std::size_t b = 0; b < buckets_.size(); ++b) {
+        if (!buckets_[b].work) launch(b);  // hooks off, or parameters this backward did not reach
+      }
+      for (auto& b : buckets_) {
+        b.work->wait();
+        b.work.reset();
+      }
     }
-    for (auto& b : buckets_) {
-      b.work->wait();
-      b.work.reset();
+    if (mb.is_last()) {
+      plait::sum_over_tp(plait::partial_grads(optimizer_.params()), tp_, buckets_.front().flat.device(), "ddp");
     }
   }
 

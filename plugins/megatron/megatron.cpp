@@ -31,7 +31,8 @@ class MegatronFactory final : public plait::LayerFactory {
     return columns ? plait::megatron::column_group(parts, init, tp_) : LayerFactory::fused_linear(parts, init);
   }
   std::shared_ptr<plait::Layer> norm(const plait::NormSpec& spec, const plait::InitSpec& init) override {
-    return splits_sequence() ? plait::megatron::norm(spec, init, tp_) : LayerFactory::norm(spec, init);
+    auto layer = LayerFactory::norm(spec, init);
+    return splits_sequence() ? plait::megatron::on_sequence_part(std::move(layer), tp_) : layer;
   }
   std::shared_ptr<plait::Layer> blocks_entry() override {
     return splits_sequence() ? plait::megatron::sequence_entry(tp_) : LayerFactory::blocks_entry();

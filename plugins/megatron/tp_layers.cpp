@@ -159,11 +159,9 @@ struct SequenceColumnLinear : public torch::autograd::Function<SequenceColumnLin
   }
 };
 
-// A replicated parameter used on this rank's positions only: its gradient is summed over
-// the tp ranks (Megatron all-reduces these after backward; here each use does).
-at::Tensor whole_grad(const at::Tensor& p, const TpPlace& tp) {
-  return tp.sequence_parallel && tp.group && p.defined() ? CopyToTp::apply(p, tp.group, "sequence-param-grad") : p;
-}
+// A replicated parameter used on this rank's positions only has a partial gradient; the
+// data plugin sums it over tp once per step (TensorSplit::partial_grad).
+TensorSplit replicated_split(const TpPlace& tp) { return {-1, 1, tp.sequence_parallel && tp.group != nullptr}; }
 
 // x W^T + b with this rank's columns: over the whole sequence gathered from every
 // rank's positions under sequence parallel; else over x, whose gradient is summed over
@@ -285,10 +283,10 @@ class RowLinear final : public Layer {
       y = tp_.sequence_parallel ? ReduceScatterToSequence::apply(y, tp_.group)
                                 : ReduceFromTp::apply(y, tp_.group, "row-output");
     }
-    return bias_.defined() ? y + whole_grad(bias_, tp_) : y;  // the bias is added once, after the sum
+    return bias_.defined() ? y + bias_ : y;  // the bias is added once, after the sum
   }
   TensorSplit split_of(const std::string& name) const override {
-    return name == "weight" ? TensorSplit{1, 1} : TensorSplit{};
+    return name == "weight" ? TensorSplit{1, 1} : replicated_split(tp_);
   }
 
  private:
@@ -305,8 +303,9 @@ class Linear final : public Layer {
     if (spec.bias) bias_ = register_parameter("bias", filled({spec.out_features}, 0.0, init.options));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    return at::linear(x, whole_grad(weight_, tp_), whole_grad(bias_, tp_));
+    return at::linear(x, weight_, bias_);
   }
+  TensorSplit split_of(const std::string&) const override { return replicated_split(tp_); }
 
  private:
   TpPlace tp_;
@@ -427,24 +426,16 @@ struct VocabCrossEntropy : public torch::autograd::Function<VocabCrossEntropy> {
   }
 };
 
-// A norm over this rank's positions (sequence parallel): the reference math, with its
-// parameters' gradients summed over the tp ranks.
-class SequenceNorm final : public Layer {
+// A replicated layer run on this rank's positions (a norm under sequence parallel): its
+// parameters' gradients are partial over tp.
+class OnSequencePart final : public WrappingLayer {
  public:
-  SequenceNorm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp) : kind_(spec.kind), eps_(spec.eps), tp_(tp) {
-    weight_ = register_parameter("weight", filled({spec.dim}, 1.0, init.options));
-    if (kind_ == NormKind::layer) bias_ = register_parameter("bias", filled({spec.dim}, 0.0, init.options));
-  }
-  at::Tensor forward(const at::Tensor& x) override {
-    if (kind_ == NormKind::rms) return rms_norm(x, whole_grad(weight_, tp_), eps_);
-    return layer_norm(x, whole_grad(weight_, tp_), whole_grad(bias_, tp_), eps_);
-  }
+  OnSequencePart(std::shared_ptr<Layer> inner, const TpPlace& tp) : WrappingLayer(std::move(inner)), tp_(tp) {}
+  at::Tensor forward(const at::Tensor& x) override { return inner_->forward(x); }
+  TensorSplit split_of(const std::string&) const override { return replicated_split(tp_); }
 
  private:
-  NormKind kind_;
-  double eps_;
   TpPlace tp_;
-  at::Tensor weight_, bias_;
 };
 
 class SequenceEntry final : public Layer {
@@ -476,8 +467,8 @@ std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, 
 std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) {
   return std::make_shared<Linear>(spec, init, tp);
 }
-std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp) {
-  return std::make_shared<SequenceNorm>(spec, init, tp);
+std::shared_ptr<Layer> on_sequence_part(std::shared_ptr<Layer> layer, const TpPlace& tp) {
+  return std::make_shared<OnSequencePart>(std::move(layer), tp);
 }
 std::shared_ptr<Layer> sequence_entry(const TpPlace& tp) { return std::make_shared<SequenceEntry>(tp); }
 std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init, const TpPlace& tp) {

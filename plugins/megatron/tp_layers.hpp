@@ -26,13 +26,14 @@ struct TpPlace {
 };
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
-// Column-parallel linears reading one input (fused): one product over stacked weights.
+// Column-parallel linears reading one input (fused): the input made whole once.
 std::shared_ptr<Layer> column_group(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> replicated_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
-// Under sequence parallel: a norm of this rank's positions whose parameters' gradients
-// are summed over the tp ranks, and the layer that splits the sequence before the blocks.
-std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init, const TpPlace& tp);
+// Under sequence parallel: a replicated layer (a norm) run on this rank's positions, its
+// parameters' gradients marked partial over tp, and the layer that splits the sequence
+// before the blocks.
+std::shared_ptr<Layer> on_sequence_part(std::shared_ptr<Layer> layer, const TpPlace& tp);
 std::shared_ptr<Layer> sequence_entry(const TpPlace& tp);
 // Split along the vocabulary when the spec allows it and tp.vocab_parallel; else replicated.
 std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init, const TpPlace& tp);

@@ -19,6 +19,13 @@ class SingleProcess final : public plait::DataParallel {
     pp_ = setup.pp_group;
   }
 
+  void after_backward(const plait::MicrobatchInfo& mb) override {
+    if (mb.is_last()) {
+      plait::sum_over_tp(plait::partial_grads(optimizer_.params()), tp_, optimizer_.params().front().tensor.device(),
+                         "none");
+    }
+  }
+
   plait::StepResult step(const plait::StepArgs& args) override {
     const auto& first = optimizer_.params().front().tensor;
     const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_, pp_,

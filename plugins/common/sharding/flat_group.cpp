@@ -19,13 +19,13 @@ void free_storage(const at::Tensor& tensor) {
 }
 
 std::vector<Segment> segments_of(const std::vector<int64_t>& offsets, const std::vector<int64_t>& numels,
-                                 const std::vector<bool>& decay, const std::vector<bool>& tp_split, int index,
+                                 const std::vector<bool>& decay, const std::vector<TensorSplit>& splits, int index,
                                  int64_t shard) {
   std::vector<Segment> out;
   const int64_t begin = static_cast<int64_t>(index) * shard, end = begin + shard;
   for (std::size_t k = 0; k < offsets.size(); ++k) {
     const int64_t a = std::max(begin, offsets[k]), b = std::min(end, offsets[k] + numels[k]);
-    if (a < b) out.push_back({a - begin, b - a, decay[k], tp_split[k]});
+    if (a < b) out.push_back({a - begin, b - a, decay[k], splits[k]});
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include "plait/sdk/communicator.hpp"
+#include "plait/sdk/model.hpp"
 #include "plait/sdk/optim.hpp"
 
 namespace plait::sharding {
@@ -19,7 +20,7 @@ struct Segment {
   int64_t offset = 0;  // within the shard
   int64_t length = 0;
   bool decay = false;
-  bool tp_split = false;  // a slice of a tensor-parallel-split parameter (for the global norm)
+  TensorSplit split;  // the parameter's tensor-parallel split (the global norm, partial gradients)
 };
 
 struct FlatGroup {
@@ -59,7 +60,7 @@ void free_storage(const at::Tensor& tensor);
 
 // The segments of shard `index` that belong to parameters (padding belongs to none).
 std::vector<Segment> segments_of(const std::vector<int64_t>& offsets, const std::vector<int64_t>& numels,
-                                 const std::vector<bool>& decay, const std::vector<bool>& tp_split, int index,
+                                 const std::vector<bool>& decay, const std::vector<TensorSplit>& splits, int index,
                                  int64_t shard);
 
 }  // namespace plait::sharding

@@ -247,13 +247,14 @@ void ShardedEngine::flatten(FlatGroup& g) {
   at::NoGradGuard no_grad;
   at::Tensor master_full = g.full;  // master dtype, whole, identical on every rank
   std::vector<int64_t> numels;
-  std::vector<bool> decay, tp_split;
+  std::vector<bool> decay;
+  std::vector<TensorSplit> splits;
   for (std::size_t i : g.params) {
     numels.push_back(params_[i].tensor.numel());
     decay.push_back(params_[i].decay);
-    tp_split.push_back(params_[i].split.dim >= 0);
+    splits.push_back(params_[i].split);
   }
-  g.segments = segments_of(g.offsets, numels, decay, tp_split, shard_rank_, g.shard);
+  g.segments = segments_of(g.offsets, numels, decay, splits, shard_rank_, g.shard);
   g.full = working_dtype_ == master_dtype_ ? master_full : master_full.to(working_dtype_);
   for (std::size_t k = 0; k < g.params.size(); ++k) {
     at::Tensor& p = params_[g.params[k]].tensor;
@@ -462,8 +463,17 @@ void ShardedEngine::after_backward(const MicrobatchInfo& mb) {
     finish_reductions();
     accumulated_ = true;
   }
+  if (mb.is_last()) {
+    // This rank's shards of the partial gradients (every tp rank shards alike).
+    std::vector<at::Tensor> partial;
+    for (const auto& g : groups_) {
+      for (const auto& s : g.segments) {
+        if (s.split.partial_grad) partial.push_back(g.grad_shard.narrow(0, s.offset, s.length));
+      }
+    }
+    sum_over_tp(partial, tp_, groups_.front().full.device(), plan_.plugin);
+  }
   for (std::size_t g = 0; g < groups_.size(); ++g) release(g);
-  (void)mb;
 }
 
 void ShardedEngine::update_group(FlatGroup& g, int64_t step, double lr, double coef) {
@@ -481,7 +491,7 @@ StepResult ShardedEngine::step(const StepArgs& args) {
   PLAIT_CHECK(accumulated_, concat(plan_.plugin, ": step() before any backward"), "");
   SquaredNorms local;
   for (const auto& g : groups_) {
-    for (const auto& s : g.segments) local.add(TensorSplit{s.tp_split ? 0 : -1, 1}, g.grad_shard.narrow(0, s.offset, s.length));
+    for (const auto& s : g.segments) local.add(s.split, g.grad_shard.narrow(0, s.offset, s.length));
   }
   const double norm = global_grad_norm(local, shard_comm_, tp_, pp_, groups_.front().full.options(), plan_.plugin);
   const double coef = clip_coefficient(norm, args.grad_clip);

@@ -49,9 +49,13 @@ double block_activation_bytes(int tp, bool sequence_parallel) {
 // Bus bytes megatron moves per step (comm_bytes_by.megatron: the ring's 2(t-1)/t of
 // the payload for an all-reduce, (t-1)/t for an all-gather or reduce-scatter) for the
 // quickstart's tiny models (2 blocks, b 8, s 64, h 64, V 256) with 2 microbatches,
-// against the formula: per block, and what comes on top around the blocks.
+// against the formula: per block, and what comes on top around the blocks. And what the
+// data plugin moves over tp once per step (comm_bytes_by.none): the global norm's sum
+// of the split parameters' squares (one float64), and under sequence parallel the
+// partial gradients of the parameters that see only this rank's positions, as one
+// all-reduce (Megatron-LM's, after backward).
 struct Traffic {
-  double per_block = 0, around = 0;
+  double per_block = 0, around = 0, data_plugin = 0;
 };
 
 Traffic traffic_formula(const std::string& family, int tp, bool vocab_parallel, bool sequence_parallel) {
@@ -60,6 +64,11 @@ Traffic traffic_formula(const std::string& family, int tp, bool vocab_parallel, 
   const double n = b * s * h, loss = 3 * b * s * 2 * r;
   const bool llama = family == "llama";
   Traffic f;
+  const double once = 2.0 * (tp - 1.0) / tp;  // an all-reduce's bus bytes per payload byte
+  // gpt2: weight and bias of ln_1, ln_2 and ln_f, and the two row layers' biases per
+  // block; llama: the weight of two norms per block and the final one.
+  const double replicated = llama ? 2 * h * layers + h : (4 + 2) * h * layers + 2 * h;
+  f.data_plugin = (sizeof(double) + (sequence_parallel ? replicated * sizeof(float) : 0.0)) * once;
   if (!sequence_parallel) {
     // Korthikanti et al. 2022, section 4.2.2: 2 all-reduces of b*s*h forward (attention
     // and MLP outputs), 2 backward (their inputs' gradients; llama's q/k/v and gate/up
@@ -72,16 +81,12 @@ Traffic traffic_formula(const std::string& family, int tp, bool vocab_parallel, 
   }
   // Each all-reduce becomes an all-gather and a reduce-scatter (the same volume); column
   // layers keep only their part of the input, so backward gathers it again (as
-  // Megatron-LM does). The gradients of parameters that see only this rank's positions
-  // are summed over tp (gpt2: weight and bias of ln_1, ln_2 and ln_f, and the two row
-  // layers' biases per block; llama: the weight of two norms per block and the final
-  // one); the sequence split's gradient is gathered; the head gathers the sequence: as a
-  // column layer (vocabulary slices, or llama's lm_head) it re-gathers and
+  // Megatron-LM does). The sequence split's gradient is gathered; the head gathers the
+  // sequence: as a column layer (vocabulary slices, or llama's lm_head) it re-gathers and
   // reduce-scatters too. Vocabulary split: the embedding's all-reduce and the loss.
   f.per_block = 8 * n * r + 2 * n * r;
-  const double replicated = llama ? 2 * h * layers + h : (4 + 2) * h * layers + 2 * h;
   const bool column_head = vocab_parallel || llama;
-  f.around = replicated * 2 * r + n * r + (column_head ? 3 * n * r : n * r) +
+  f.around = n * r + (column_head ? 3 * n * r : n * r) +
              (vocab_parallel ? n * 2 * r + loss : llama ? b * s * V * r : 0.0);
   return f;
 }
@@ -105,6 +110,7 @@ void expect_traffic(bool sequence_parallel) {
           INFO(family << ", vocab_parallel " << vocab_parallel << ", tp " << tp << ", step " << step["step"] << ": "
                       << (measured - f.around) / 2 << " bus bytes per block, formula " << f.per_block);
           CHECK(measured == Approx(2 * f.per_block + f.around).epsilon(0.001));
+          CHECK(step["comm_bytes_by"]["none"].get<double>() == Approx(f.data_plugin).epsilon(0.001));
         }
       }
     }
@@ -132,8 +138,8 @@ MEGATRON_EQUIVALENCE("llama with 4 key/value heads", "llama", 4, "float64", "mod
 MEGATRON_EQUIVALENCE("llama with 4 key/value heads", "llama", 4, "float32", "model.n_kv_head=4")
 
 // The vocabulary replicated (the head gathers the sequence, each rank's gradient whole),
-// full activation checkpointing (the norms' gradient sums run once per backward), and
-// fsdp gathering the norms' parameters.
+// full activation checkpointing (the norms run again in backward), and fsdp sharding the
+// norms' partial gradients before they are summed over tp.
 TEST_CASE("megatron's sequence parallel equals the single process with the vocabulary replicated, with "
           "checkpointing, and under fsdp",
           "[megatron]") {

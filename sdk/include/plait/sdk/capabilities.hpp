@@ -11,7 +11,9 @@ inline constexpr const char* bf16 = "bf16";                // bf16 compute, fp32
 inline constexpr const char* float64 = "float64";          // float64 training
 inline constexpr const char* multi_rank = "multi_rank";    // works with dp > 1
 inline constexpr const char* pipeline = "pipeline";        // combines with a pipeline schedule
-inline constexpr const char* tensor = "tensor";            // combines with tensor parallel
+// combines with tensor parallel: split parameters' squared norms summed over tp
+// (grad_norm.hpp), partial gradients summed over tp once per step (partial_grads.hpp)
+inline constexpr const char* tensor = "tensor";
 inline constexpr const char* offload = "offload";          // accepts an offload plugin
 
 }  // namespace plait::capability

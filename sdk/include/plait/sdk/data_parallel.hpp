@@ -24,6 +24,7 @@
 #include "plait/sdk/model.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/optim.hpp"
+#include "plait/sdk/partial_grads.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
@@ -63,7 +64,9 @@ struct DataParallelSetup {
   bool bf16 = false;
   Offload* offload = nullptr;        // the offload plugin, or null
   // Tensor parallel: parameters with a TensorSplit are slices; their squared norms are
-  // summed over this group for the global norm (grad_norm.hpp). Null without tp.
+  // summed over this group for the global norm (grad_norm.hpp). Parameters whose split
+  // says partial_grad have their gradients summed over it after the step's last backward,
+  // before full_gradients() or step() read them (partial_grads.hpp). Null without tp.
   Communicator* tp_group = nullptr;
   // Pipeline parallel: this rank holds some stages' parameters; squared norms are summed
   // over this group for the global norm. Null without a pipeline.

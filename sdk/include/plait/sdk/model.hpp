@@ -21,6 +21,10 @@ namespace plait {
 struct TensorSplit {
   int64_t dim = -1;
   int64_t parts = 1;
+  // Held whole, but each tp rank's gradient is a partial sum: the parameter met only this
+  // rank's part of the input (sequence parallel's norms and row biases). The data plugin
+  // sums these gradients over tp once per step (partial_grads.hpp).
+  bool partial_grad = false;
 };
 
 // A module with one tensor input and one tensor output.
