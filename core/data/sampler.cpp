@@ -59,7 +59,7 @@ Batch BatchSampler::next() {
       for (int64_t t = 0; t <= T; ++t) out[b * (T + 1) + t] = token(start + t);
     }
   }
-  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k};
+  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k, (k * spec_.dp_size + spec_.dp_rank) * B};
 }
 
 std::string BatchSampler::state() const {

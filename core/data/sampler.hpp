@@ -33,6 +33,9 @@ struct Batch {
   at::Tensor inputs;   // [B, T] int64
   at::Tensor targets;  // [B, T] int64
   int64_t index = 0;   // global batch k
+  // The run's id of row 0: row j of global batch k is sample k * dp * B + j, so every
+  // data-parallel degree numbers the samples as the single process does.
+  int64_t first_sample = 0;
 };
 
 class BatchSampler {

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
+#include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -13,7 +14,8 @@ namespace {
 // wte(idx) + wpe(positions): [B, T] ids -> [B, T, C].
 class Embeddings final : public Layer {
  public:
-  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
+  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init)
+      : drop_("transformer.drop", s.dropout, sequence_part_of(f)) {
     wte = register_module("wte", f.embedding({"transformer.wte", s.vocab_size, s.n_embd, 0.02, true}, init));
     wpe = register_module("wpe", f.embedding({"transformer.wpe", s.block_size, s.n_embd, 0.02, false}, init));
     enter_blocks_ = f.blocks_entry();
@@ -21,12 +23,13 @@ class Embeddings final : public Layer {
   at::Tensor forward(const at::Tensor& idx) override {
     const int64_t T = idx.size(1);
     at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
-    return enter_blocks_->forward(wte->forward(idx) + wpe->forward(pos));
+    return drop_(enter_blocks_->forward(wte->forward(idx) + wpe->forward(pos)));
   }
   std::shared_ptr<Layer> wte, wpe;
 
  private:
   std::shared_ptr<Layer> enter_blocks_;
+  SiteDropout drop_;
 };
 
 class CausalSelfAttention final : public torch::nn::Module {
@@ -73,19 +76,24 @@ class Mlp final : public torch::nn::Module {
 
 class Block final : public Layer {
  public:
-  Block(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name) {
+  Block(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name)
+      : attn_drop_(name + ".attn.resid_dropout", s.dropout, sequence_part_of(f)),
+        mlp_drop_(name + ".mlp.dropout", s.dropout, sequence_part_of(f)) {
     ln_1 = register_module("ln_1", f.norm({name + ".ln_1", s.n_embd, s.norm_eps, NormKind::layer}, init));
     attn = register_module("attn", std::make_shared<CausalSelfAttention>(s, f, init, name + ".attn"));
     ln_2 = register_module("ln_2", f.norm({name + ".ln_2", s.n_embd, s.norm_eps, NormKind::layer}, init));
     mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    at::Tensor h = x + attn->forward(ln_1->forward(x));
-    return h + mlp->forward(ln_2->forward(h));
+    at::Tensor h = x + attn_drop_(attn->forward(ln_1->forward(x)));
+    return h + mlp_drop_(mlp->forward(ln_2->forward(h)));
   }
   std::shared_ptr<Layer> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<Mlp> mlp;
+
+ private:
+  SiteDropout attn_drop_, mlp_drop_;  // on the residual stream, so on the sequence part under SP
 };
 
 // ln_f, then logits through the tied lm_head: [B, T, C] -> [B, T, V].

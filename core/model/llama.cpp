@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
+#include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -10,16 +11,18 @@ namespace {
 
 class Embeddings final : public Layer {
  public:
-  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init) {
+  Embeddings(const ModelSpec& s, LayerFactory& f, const InitSpec& init)
+      : drop_("model.embed_dropout", s.dropout, sequence_part_of(f)) {
     embed_tokens = register_module(
         "embed_tokens", f.embedding({"model.embed_tokens", s.vocab_size, s.n_embd, 0.02, true}, init));
     enter_blocks_ = f.blocks_entry();
   }
-  at::Tensor forward(const at::Tensor& idx) override { return enter_blocks_->forward(embed_tokens->forward(idx)); }
+  at::Tensor forward(const at::Tensor& idx) override { return drop_(enter_blocks_->forward(embed_tokens->forward(idx))); }
   std::shared_ptr<Layer> embed_tokens;
 
  private:
   std::shared_ptr<Layer> enter_blocks_;
+  SiteDropout drop_;
 };
 
 // cos and sin tables for positions 0..block_size-1, [T, Q], as HF's LlamaRotaryEmbedding.
@@ -118,7 +121,9 @@ class Mlp final : public torch::nn::Module {
 class DecoderLayer final : public Layer {
  public:
   DecoderLayer(const ModelSpec& s, LayerFactory& f, const InitSpec& init, const std::string& name,
-               std::shared_ptr<const Rotary> rotary) {
+               std::shared_ptr<const Rotary> rotary)
+      : attn_drop_(name + ".self_attn.resid_dropout", s.dropout, sequence_part_of(f)),
+        mlp_drop_(name + ".mlp.dropout", s.dropout, sequence_part_of(f)) {
     input_layernorm = register_module("input_layernorm", f.norm({name + ".input_layernorm", s.n_embd, s.norm_eps, NormKind::rms}, init));
     self_attn = register_module("self_attn", std::make_shared<Attention>(s, f, init, name + ".self_attn", rotary));
     post_attention_layernorm = register_module(
@@ -126,12 +131,15 @@ class DecoderLayer final : public Layer {
     mlp = register_module("mlp", std::make_shared<Mlp>(s, f, init, name + ".mlp"));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    at::Tensor h = x + self_attn->forward(input_layernorm->forward(x));
-    return h + mlp->forward(post_attention_layernorm->forward(h));
+    at::Tensor h = x + attn_drop_(self_attn->forward(input_layernorm->forward(x)));
+    return h + mlp_drop_(mlp->forward(post_attention_layernorm->forward(h)));
   }
   std::shared_ptr<Layer> input_layernorm, post_attention_layernorm;
   std::shared_ptr<Attention> self_attn;
   std::shared_ptr<Mlp> mlp;
+
+ private:
+  SiteDropout attn_drop_, mlp_drop_;  // on the residual stream, so on the sequence part under SP
 };
 
 // "model.norm" then "lm_head": registered under those names so the reference names come out.

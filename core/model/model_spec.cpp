@@ -63,7 +63,10 @@ ModelSpec resolve_model_spec(const Options& model) {
   if (auto v = model.find<double>("rope_theta")) spec.rope_theta = *v;
   spec.attention = model.get<std::string>("attention");
   if (auto v = model.find<double>("norm_eps")) spec.norm_eps = *v;
+  spec.dropout = model.get<double>("dropout");
 
+  PLAIT_CHECK(spec.dropout < 1.0, concat("[model] dropout is ", spec.dropout, ": every element would be dropped"),
+              "choose a probability below 1 (0 turns dropout off)");
   PLAIT_CHECK(spec.n_embd % spec.n_head == 0,
               concat("[model] n_embd ", spec.n_embd, " is not a multiple of n_head ", spec.n_head),
               "choose n_embd = n_head * head size");

@@ -26,6 +26,7 @@ struct ModelSpec {
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
   std::string attention = "sdpa";  // the attention core's kernel: "sdpa" or "math"
+  double dropout = 0.0;            // residual-stream dropout (model/dropout.hpp)
 
   int64_t head_dim() const { return n_embd / n_head; }
 };

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "memory/tracking_allocator.hpp"
+#include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -106,6 +107,7 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double 
         at::Tensor h = x;
         {
           AutocastScope autocast(s_.precision, s_.device.type());
+          DropoutScope samples(DropoutStream{s_.seed, batch.first_sample});
           for (std::size_t u : s_.units_of.at(a.stage)) h = s_.model->units[u].unit->forward(h);
         }
         if (a.stage == last_stage) {

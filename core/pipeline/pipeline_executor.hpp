@@ -33,6 +33,7 @@ struct ExecutorSetup {
   at::Device device{at::kCPU};
   at::ScalarType activation_dtype = at::kFloat;  // what crosses stage boundaries
   int64_t hidden = 0;                            // activation shape [B, T / factory->sequence_shards(), hidden]
+  uint64_t seed = 0;                             // the run's: keys the dropout masks with the samples' ids
 };
 
 // One action as it ran on this rank, in microseconds from the step's pipeline start:

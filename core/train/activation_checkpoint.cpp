@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "model/attention_core.hpp"
+#include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 #include "train/precision.hpp"
 
@@ -21,6 +22,10 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     ctx->saved_data["unit"] = reinterpret_cast<int64_t>(unit);
     ctx->saved_data["autocast"] = autocast.enabled;
     ctx->saved_data["autocast_dtype"] = autocast.dtype;
+    if (const auto stream = current_dropout_stream()) {
+      ctx->saved_data["dropout_seed"] = static_cast<int64_t>(stream->seed);
+      ctx->saved_data["dropout_first_sample"] = stream->first_sample;
+    }
     ctx->save_for_backward({x});
     return unit->forward(x);  // a custom function's forward runs without grad
   }
@@ -30,6 +35,13 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     at::Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     // The forward ran under the caller's autocast; the recomputation must too.
     const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
+    // The same samples as the forward, so dropout drops the same elements again.
+    std::optional<DropoutStream> stream;
+    if (ctx->saved_data.count("dropout_seed") != 0) {
+      stream = DropoutStream{static_cast<uint64_t>(ctx->saved_data["dropout_seed"].toInt()),
+                             ctx->saved_data["dropout_first_sample"].toInt()};
+    }
+    DropoutScope samples(stream);
     at::Tensor y = under_autocast(autocast, x.device().type(), [&] {
       at::AutoGradMode grad_on(true);
       return unit->forward(x);

@@ -199,7 +199,7 @@ static RunSummary train_and_report(const RunPlan& plan) {
   tied.attach(model);
   PipelineExecutor executor({&model, stages.units_of, schedule_plan.spec, schedule_plan.ranks[static_cast<std::size_t>(pp_rank)],
                              pp_group, dp.plugin.get(), factory.get(), &tied, precision, device, precision.param_dtype,
-                             plan.model.n_embd});
+                             plan.model.n_embd, seed});
   world.stats().drain();  // setup traffic (the initial broadcast) is not a step's
 
   // 4. Data and the learning-rate schedule.

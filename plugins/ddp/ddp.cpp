@@ -59,7 +59,7 @@ class Ddp final : public plait::DataParallel {
       }
     }
     if (mb.is_last()) {
-      plait::sum_over_tp(plait::partial_grads(optimizer_.params()), tp_, buckets_.front().flat.device(), "ddp");
+      plait::sum_over_tp(plait::partial_grads(optimizer_.params(), "ddp"), tp_, buckets_.front().flat.device(), "ddp");
     }
   }
 

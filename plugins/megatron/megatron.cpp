@@ -38,6 +38,7 @@ class MegatronFactory final : public plait::LayerFactory {
     return splits_sequence() ? plait::megatron::sequence_entry(tp_) : LayerFactory::blocks_entry();
   }
   int64_t sequence_shards() const override { return splits_sequence() ? tp_.ways : 1; }
+  int64_t sequence_shard() const override { return splits_sequence() ? tp_.rank : 0; }
   std::shared_ptr<plait::Layer> embedding(const plait::EmbeddingSpec& spec, const plait::InitSpec& init) override {
     return plait::megatron::embedding(spec, init, tp_);
   }

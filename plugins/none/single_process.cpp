@@ -21,7 +21,7 @@ class SingleProcess final : public plait::DataParallel {
 
   void after_backward(const plait::MicrobatchInfo& mb) override {
     if (mb.is_last()) {
-      plait::sum_over_tp(plait::partial_grads(optimizer_.params()), tp_, optimizer_.params().front().tensor.device(),
+      plait::sum_over_tp(plait::partial_grads(optimizer_.params(), "none"), tp_, optimizer_.params().front().tensor.device(),
                          "none");
     }
   }

@@ -108,8 +108,11 @@ TEST_CASE("every order splits a global batch by data-parallel rank exactly as on
     BatchSampler r0 = make(2, 3, 0), r1 = make(2, 3, 1), r2 = make(2, 3, 2);
     for (int k = 0; k < 3; ++k) {
       Batch w = whole.next();
-      at::Tensor parts = at::cat({r0.next().inputs, r1.next().inputs, r2.next().inputs});
-      CHECK(at::equal(w.inputs, parts));
+      Batch b0 = r0.next(), b1 = r1.next(), b2 = r2.next();
+      CHECK(at::equal(w.inputs, at::cat({b0.inputs, b1.inputs, b2.inputs})));
+      // The samples' ids too (dropout masks are keyed on them).
+      CHECK(w.first_sample == 6 * k);
+      CHECK((b0.first_sample == 6 * k && b1.first_sample == 6 * k + 2 && b2.first_sample == 6 * k + 4));
     }
   }
 }

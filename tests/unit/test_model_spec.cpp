@@ -30,6 +30,7 @@ Options model_table(std::map<std::string, OptionValue> values) {
   if (!values.count("family")) values["family"] = std::string("gpt2");
   if (!values.count("size")) values["size"] = std::string("tiny");
   if (!values.count("attention")) values["attention"] = std::string("sdpa");
+  if (!values.count("dropout")) values["dropout"] = 0.0;
   return Options("model", values);
 }
 }  // namespace
@@ -47,6 +48,9 @@ TEST_CASE("[model] overrides replace single dimensions and are checked", "[model
                     Contains("n_kv_head 3 does not divide n_head 4"));
   CHECK_THROWS_WITH(resolve_model_spec(model_table({{"family", std::string("llama")}, {"n_embd", int64_t{12}}})),
                     Contains("even head size for RoPE"));
+  CHECK(resolve_model_spec(model_table({{"dropout", 0.1}})).dropout == 0.1);
+  CHECK_THROWS_WITH(resolve_model_spec(model_table({{"dropout", 1.0}})),
+                    Contains("[model] dropout is 1: every element would be dropped"));
 }
 
 TEST_CASE("FLOPs per token follow 6N + 12LHQT with lookup-only embeddings excluded", "[model]") {

@@ -13,6 +13,7 @@ late holds up the others), gloo:
   interleaved  pp 2, "interleaved-1f1b", virtual_stages 2
   tp2          tp 2, [parallel] tensor = "megatron" (data = "none")
   tp2-sp       tp 2 with [megatron] sequence_parallel = true
+  tp2-sp-drop  tp2-sp with [model] dropout = 0.1 (the cost of the hashed masks)
   dp2          dp 2, data = "ddp" (the same microbatches per rank, so twice the tokens a step)
 
 Figures, medians over the steps after warm-up, then over repeats:
@@ -48,6 +49,8 @@ VARIANTS = {
     "tp2": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none"],
     "tp2-sp": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none",
                "megatron.sequence_parallel=true"],
+    "tp2-sp-drop": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none",
+                    "megatron.sequence_parallel=true", "model.dropout=0.1"],
     "dp2": ["parallel.data=ddp", "parallel.dp=2"],
 }
 
@@ -116,7 +119,8 @@ def main():
 
     for m in args.microbatches:
         print(f"m {m}: 1f1b/gpipe {ratio('1f1b', 'gpipe', m)}, interleaved/gpipe {ratio('interleaved', 'gpipe', m)}, "
-              f"tp2/dp2 {ratio('tp2', 'dp2', m)}, tp2-sp/tp2 {ratio('tp2-sp', 'tp2', m)}")
+              f"tp2/dp2 {ratio('tp2', 'dp2', m)}, tp2-sp/tp2 {ratio('tp2-sp', 'tp2', m)}, "
+              f"tp2-sp with dropout/without {ratio('tp2-sp-drop', 'tp2-sp', m)}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

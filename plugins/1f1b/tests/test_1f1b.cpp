@@ -1,7 +1,7 @@
 // 1f1b: the schedule's shape (idle share as GPipe's, at most p-r microbatches in flight
 // on rank r), the equivalence harness on 2 and 4 stages, both families, float64 and
 // float32, and the 3D meshes: dp 2 x pp 2 x tp 2 under ddp, zero stage 1, zero stage 3
-// and fsdp.
+// and fsdp (and with dropout).
 #include <algorithm>
 
 #include <catch2/catch.hpp>
@@ -41,3 +41,7 @@ THREE_D_EQUIVALENCE("llama", "fsdp", "parallel.data=fsdp")
 THREE_D_EQUIVALENCE("gpt2", "ddp with sequence parallel", "parallel.data=ddp", "megatron.sequence_parallel=true")
 THREE_D_EQUIVALENCE("llama", "zero stage 3 with sequence parallel", "parallel.data=zero", "zero.stage=3",
                     "megatron.sequence_parallel=true")
+// Dropout keyed on global samples and positions: each dp rank's rows, each stage's sites,
+// each tp rank's sequence part and each recomputation drop what the single process drops.
+THREE_D_EQUIVALENCE("gpt2", "ddp with sequence parallel, dropout and checkpointing", "parallel.data=ddp",
+                    "megatron.sequence_parallel=true", "model.dropout=0.1", "train.activation_checkpointing=full")

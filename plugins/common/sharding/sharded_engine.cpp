@@ -290,6 +290,9 @@ void ShardedEngine::flatten(FlatGroup& g) {
   } else {
     g.grad_shard = at::zeros({g.shard}, grad_options);
   }
+  for (const auto& s : g.segments) {
+    if (s.split.partial_grad) partial_grad_shards_.push_back(g.grad_shard.narrow(0, s.offset, s.length));
+  }
   if (g.sharded_params) {
     free_storage(g.full);
   } else {
@@ -464,14 +467,7 @@ void ShardedEngine::after_backward(const MicrobatchInfo& mb) {
     accumulated_ = true;
   }
   if (mb.is_last()) {
-    // This rank's shards of the partial gradients (every tp rank shards alike).
-    std::vector<at::Tensor> partial;
-    for (const auto& g : groups_) {
-      for (const auto& s : g.segments) {
-        if (s.split.partial_grad) partial.push_back(g.grad_shard.narrow(0, s.offset, s.length));
-      }
-    }
-    sum_over_tp(partial, tp_, groups_.front().full.device(), plan_.plugin);
+    sum_over_tp(partial_grad_shards_, tp_, groups_.front().full.device(), plan_.plugin);
   }
   for (std::size_t g = 0; g < groups_.size(); ++g) release(g);
 }

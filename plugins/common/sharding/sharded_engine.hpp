@@ -84,6 +84,9 @@ class ShardedEngine : public DataParallel {
   std::vector<std::size_t> group_of_param_;
   std::vector<long> group_of_unit_;  // -1: the unit has nothing sharded to gather
   std::vector<FlatGroup> groups_;  // in forward order of their first unit
+  // Views of this rank's shards of the partial gradients (TensorSplit::partial_grad), in
+  // group order: every tp rank shards alike, so the lists match.
+  std::vector<at::Tensor> partial_grad_shards_;
   std::deque<PendingReduce> pending_;
   GradReadyHooks hooks_;
   MicrobatchInfo microbatch_;

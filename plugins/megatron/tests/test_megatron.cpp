@@ -1,8 +1,8 @@
 // megatron: tensor parallel on 2 and 4 ranks trains the single process's model (the
 // equivalence harness, float64 and float32, gradient accumulation and clipping, both
 // model families, the vocabulary split by default and replicated on request), alone and
-// under a data-parallel plugin (dp 2 x tp 2), with and without sequence parallelism; its
-// traffic is Megatron's formula.
+// under a data-parallel plugin (dp 2 x tp 2), with and without sequence parallelism (also
+// with dropout on the sequence parts); its traffic is Megatron's formula.
 #include <catch2/catch.hpp>
 
 #include "plait/sdk/error.hpp"
@@ -148,6 +148,17 @@ TEST_CASE("megatron's sequence parallel equals the single process with the vocab
   expect_equivalent("gpt2", 2, "float64", {"megatron.sequence_parallel=true", "train.activation_checkpointing=full"});
   expect_equivalent("llama", 2, "float64",
                     {"megatron.sequence_parallel=true", "parallel.dp=2", "parallel.data=fsdp"});
+}
+
+// Dropout on the residual stream runs on each rank's part of the sequence; its masks are
+// keyed on global positions, so the ranks together drop what the single process drops,
+// also when checkpointing recomputes a block.
+TEST_CASE("megatron with dropout, with and without sequence parallel, equals the single process", "[megatron]") {
+  expect_equivalent("gpt2", 2, "float64", {"megatron.sequence_parallel=true", "model.dropout=0.1"});
+  expect_equivalent("llama", 2, "float32",
+                    {"megatron.sequence_parallel=true", "model.dropout=0.1", "train.activation_checkpointing=full"});
+  // Without sequence parallel every tp rank drops the same elements of the whole sequence.
+  expect_equivalent("gpt2", 4, "float32", {"model.dropout=0.1"});
 }
 
 TEST_CASE("megatron tp 2 under ddp dp 2 equals the single process", "[megatron]") {

@@ -90,6 +90,10 @@ class PLAIT_SDK_VISIBLE LayerFactory {
   // every position). The default passes everything through.
   virtual std::shared_ptr<Layer> blocks_entry() { return std::make_shared<PassThrough>(); }
   virtual int64_t sequence_shards() const { return 1; }
+  // Which part this rank holds: positions [i * T / n, (i + 1) * T / n) of each sequence,
+  // i = sequence_shard(), n = sequence_shards(). Layers keyed on global positions (the
+  // core's dropout) read it.
+  virtual int64_t sequence_shard() const { return 0; }
 
   // The sum of token losses (cross-entropy; targets of -1 are ignored) of what this
   // factory's output head returned, which may be vocabulary slices (Megatron's

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include "plait/sdk/communicator.hpp"
+#include "plait/sdk/error.hpp"
 #include "plait/sdk/model.hpp"
 
 namespace plait {
@@ -34,13 +35,17 @@ inline void sum_over_tp(const std::vector<at::Tensor>& grads, Communicator* tp, 
   }
 }
 
-// The gradients of `params` that are partial over tp; a missing one (the parameter did
-// not take part) becomes zeros, so that every tp rank sums the same list.
-inline std::vector<at::Tensor> partial_grads(const std::vector<ParamRef>& params) {
+// The gradients of `params` that are partial over tp. Every one must exist: a layer that
+// marks a parameter partial uses it on every rank's positions, and a gradient made up
+// here would not be the data plugin's storage (a ddp bucket view).
+inline std::vector<at::Tensor> partial_grads(const std::vector<ParamRef>& params, const std::string& plugin) {
   std::vector<at::Tensor> out;
   for (const auto& p : params) {
     if (!p.split.partial_grad) continue;
-    if (!p.tensor.grad().defined()) p.tensor.mutable_grad() = at::zeros_like(p.tensor);
+    PLAIT_CHECK(p.tensor.grad().defined(),
+                concat(plugin, ": '", p.name, "' is marked partial over tensor parallel but has no gradient after the "
+                       "step's backward"),
+                "a layer that marks a parameter partial_grad must use it in every forward");
     out.push_back(p.tensor.grad());
   }
   return out;
