@@ -17,9 +17,9 @@
 #include <torch/headeronly/version.h>
 
 #include "data/make_sampler.hpp"
-#include "dist/core_binding.hpp"
-#include "dist/rendezvous.hpp"
-#include "dist/supervisor.hpp"
+#include "distributed/core_binding.hpp"
+#include "distributed/rendezvous.hpp"
+#include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/run_folder.hpp"

@@ -2,7 +2,7 @@
 // The three ways `plait run` runs: one process; the launcher of this node's ranks; or a
 // rank (started by plait's launcher, torchrun or Slurm).
 #include "cli/commands.hpp"
-#include "dist/launch_env.hpp"
+#include "distributed/launch_env.hpp"
 #include "run/prepare.hpp"
 
 namespace plait::cli {

@@ -8,7 +8,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "plait/sdk/error.hpp"
-#include "train/precision.hpp"
+#include "model/precision.hpp"
 
 namespace plait {
 namespace {

@@ -1,6 +1,6 @@
 #include "pipeline/measured_trace.hpp"
 
-#include "dist/rendezvous.hpp"
+#include "distributed/rendezvous.hpp"
 #include "pipeline/chrome_trace.hpp"
 #include "plait/sdk/error.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.hpp"
+#include "distributed/world.hpp"
 #include "pipeline/pipeline_executor.hpp"
 
 namespace plait {

@@ -16,7 +16,7 @@
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/layers.hpp"
 #include "plait/sdk/pipeline.hpp"
-#include "train/precision.hpp"
+#include "model/precision.hpp"
 
 namespace plait {
 

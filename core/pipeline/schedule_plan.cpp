@@ -34,7 +34,7 @@ PluginInstance<PipelineSchedule> configured_schedule(const PluginRegistry& regis
                                                      StepMetrics& metrics, int rank, int world_size) {
   const std::string name = config.table("parallel").get<std::string>("pipeline");
   if (name == "none") return {};
-  auto instance = make_plugin<PipelineSchedule>(registry, config, name, metrics, rank, world_size);
+  auto instance = make_plugin<PipelineSchedule>(registry, config.table(name), name, metrics, rank, world_size);
   instance.plugin->configure(instance.context);
   return instance;
 }

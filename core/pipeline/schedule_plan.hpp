@@ -11,7 +11,7 @@
 #include "pipeline/schedule_check.hpp"
 #include "plait/sdk/pipeline.hpp"
 #include "plugins/plugin_registry.hpp"
-#include "run/plugin_instance.hpp"
+#include "plugins/plugin_instance.hpp"
 
 namespace plait {
 

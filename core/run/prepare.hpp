@@ -7,8 +7,8 @@
 
 #include "config/config_loader.hpp"
 #include "config/resolve.hpp"
-#include "dist/mesh.hpp"
-#include "dist/world.hpp"
+#include "distributed/mesh.hpp"
+#include "distributed/world.hpp"
 #include "model/model_spec.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"

@@ -7,7 +7,7 @@
 #include "model/attention_core.hpp"
 #include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
-#include "train/precision.hpp"
+#include "model/precision.hpp"
 
 namespace plait {
 namespace {

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/make_sampler.hpp"
-#include "dist/tensor_gather.hpp"
+#include "distributed/tensor_gather.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/tracking_allocator.hpp"
@@ -24,13 +24,13 @@
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
-#include "run/metrics_writer.hpp"
-#include "run/plugin_instance.hpp"
+#include "metrics/metrics_writer.hpp"
+#include "plugins/plugin_instance.hpp"
 #include "run/prepare.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "train/lr_schedule.hpp"
-#include "train/precision.hpp"
-#include "train/progress.hpp"
+#include "model/precision.hpp"
+#include "metrics/progress.hpp"
 
 namespace plait {
 namespace {
@@ -74,7 +74,7 @@ void add_comm_metrics(nlohmann::ordered_json& record, CommStats& stats) {
 
 template <class Interface>
 PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, StepMetrics& step_metrics) {
-  return plait::make_plugin<Interface>(*plan.registry, *plan.config, name, step_metrics, plan.world->rank(),
+  return plait::make_plugin<Interface>(*plan.registry, plan.config->table(name), name, step_metrics, plan.world->rank(),
                                        plan.world->size());
 }
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "config/resolve.hpp"
-#include "dist/world.hpp"
+#include "distributed/world.hpp"
 #include "model/model_spec.hpp"
 #include "plugins/plugin_registry.hpp"
 

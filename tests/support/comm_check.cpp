@@ -9,9 +9,9 @@
 
 #include <ATen/ATen.h>
 
-#include "dist/launch_env.hpp"
-#include "dist/rendezvous.hpp"
-#include "dist/world.hpp"
+#include "distributed/launch_env.hpp"
+#include "distributed/rendezvous.hpp"
+#include "distributed/world.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/prepare.hpp"

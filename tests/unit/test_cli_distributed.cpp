@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dist/core_binding.hpp"
+#include "distributed/core_binding.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 

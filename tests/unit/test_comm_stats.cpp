@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "dist/comm_stats.hpp"
+#include "distributed/comm_stats.hpp"
 
 using namespace plait;
 

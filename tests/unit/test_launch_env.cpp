@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "dist/core_binding.hpp"
-#include "dist/launch_env.hpp"
+#include "distributed/core_binding.hpp"
+#include "distributed/launch_env.hpp"
 #include "plait/sdk/error.hpp"
 
 using namespace plait;

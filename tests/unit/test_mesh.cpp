@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "dist/mesh.hpp"
+#include "distributed/mesh.hpp"
 #include "plait/sdk/error.hpp"
 
 using namespace plait;

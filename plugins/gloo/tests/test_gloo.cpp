@@ -2,8 +2,8 @@
 // accounting, and a timeout that names who asked.
 #include <catch2/catch.hpp>
 
-#include "dist/launch_env.hpp"
-#include "dist/supervisor.hpp"
+#include "distributed/launch_env.hpp"
+#include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
 #include "support/test_support.hpp"
 

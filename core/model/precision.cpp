@@ -1,4 +1,4 @@
-#include "train/precision.hpp"
+#include "model/precision.hpp"
 
 #include <ATen/autocast_mode.h>
 

@@ -1,4 +1,4 @@
-#include "dist/counted_communicator.hpp"
+#include "distributed/counted_communicator.hpp"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "run/metrics_writer.hpp"
+#include "metrics/metrics_writer.hpp"
 
 #include "plait/sdk/error.hpp"
 

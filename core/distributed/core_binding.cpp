@@ -1,4 +1,4 @@
-#include "dist/core_binding.hpp"
+#include "distributed/core_binding.hpp"
 
 #include <sched.h>
 

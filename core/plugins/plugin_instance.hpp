@@ -4,11 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "config/resolve.hpp"
 #include "log/logging.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "plugins/plugin_registry.hpp"
-#include "run/metrics_writer.hpp"
+#include "metrics/metrics_writer.hpp"
 
 namespace plait {
 
@@ -21,14 +20,14 @@ struct PluginInstance {
 };
 
 template <class Interface>
-PluginInstance<Interface> make_plugin(const PluginRegistry& registry, const ResolvedConfig& config,
+PluginInstance<Interface> make_plugin(const PluginRegistry& registry, const Options& own_table,
                                       const std::string& name, StepMetrics& step_metrics, int rank = 0,
                                       int world_size = 1) {
   PluginInstance<Interface> p;
   p.plugin = std::static_pointer_cast<Interface>(registry.create(*registry.find(name)));
   p.log = make_logger("plugin." + name);
   p.metrics = step_metrics.for_plugin(name);
-  p.context = {name, &config.table(name), p.log.get(), p.metrics.get(), rank, world_size, tracking_memory_domain()};
+  p.context = {name, &own_table, p.log.get(), p.metrics.get(), rank, world_size, tracking_memory_domain()};
   return p;
 }
 

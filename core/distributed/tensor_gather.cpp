@@ -1,4 +1,4 @@
-#include "dist/tensor_gather.hpp"
+#include "distributed/tensor_gather.hpp"
 
 #include <ATen/ATen.h>
 

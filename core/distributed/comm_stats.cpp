@@ -1,4 +1,4 @@
-#include "dist/comm_stats.hpp"
+#include "distributed/comm_stats.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "dist/rendezvous.hpp"
+#include "distributed/rendezvous.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-#include "dist/launch_env.hpp"
+#include "distributed/launch_env.hpp"
 
 #include <cstdlib>
 #include <random>

@@ -1,4 +1,4 @@
-#include "dist/supervisor.hpp"
+#include "distributed/supervisor.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

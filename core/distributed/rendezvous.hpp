@@ -11,8 +11,8 @@
 
 #include <c10/util/intrusive_ptr.h>
 
-#include "dist/launch_env.hpp"
-#include "dist/supervisor.hpp"
+#include "distributed/launch_env.hpp"
+#include "distributed/supervisor.hpp"
 
 namespace c10d {
 class Store;

@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "dist/comm_stats.hpp"
-#include "dist/mesh.hpp"
-#include "dist/rendezvous.hpp"
+#include "distributed/comm_stats.hpp"
+#include "distributed/mesh.hpp"
+#include "distributed/rendezvous.hpp"
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "dist/comm_stats.hpp"
+#include "distributed/comm_stats.hpp"
 #include "plait/sdk/communicator.hpp"
 
 namespace plait {

@@ -1,6 +1,6 @@
-#include "dist/world.hpp"
+#include "distributed/world.hpp"
 
-#include "dist/counted_communicator.hpp"
+#include "distributed/counted_communicator.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
