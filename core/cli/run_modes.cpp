@@ -67,7 +67,7 @@ RunSummary train_logged(const RunPlan& plan) {
     flush_logs();
     // A copy made by the core: the original may have been built by a plugin library,
     // which is unloaded with the registry before main() gets to print it.
-    throw Error(e.what(), e.hint());
+    throw Error(e.what(), e.hint(), e.origin());
   } catch (const std::exception& e) {
     write_log_files(LogLevel::error, concat("run failed: ", e.what()));  // main() prints it to the console
     flush_logs();

@@ -5,8 +5,6 @@
 // accumulated every gradient in it, overlapping the rest of backward; earlier
 // microbatches only accumulate. The loss is already normalised by the global token
 // count, so the all-reduce sums. Then every rank takes the same optimizer step.
-#include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "plait/sdk/sdk.hpp"
@@ -26,11 +24,14 @@ class Ddp final : public plait::DataParallel {
   void setup(const plait::DataParallelSetup& setup) override {
     context_ = setup.context;
     comm_ = setup.dp_group;
-    tp_ = setup.tp_group;
-    pp_ = setup.pp_group;
     const plait::Options& options = *context_->options;
     overlap_ = options.get<bool>("overlap");
-    optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
+    optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(),
+                                         .adamw = setup.adamw,
+                                         .tp_group = setup.tp_group,
+                                         .pp_group = setup.pp_group,
+                                         .plugin = "ddp",
+                                         .release_grads = false});  // .grad are views of the buckets
     const auto& params = optimizer_.params();
     PLAIT_CHECK(!params.empty(), "ddp: the model has no parameters", "");
     make_buckets(params, options.get<double>("bucket_cap_mb"));
@@ -58,18 +59,7 @@ class Ddp final : public plait::DataParallel {
         b.work.reset();
       }
     }
-    if (mb.is_last()) {
-      plait::sum_over_tp(plait::partial_grads(optimizer_.params(), "ddp"), tp_, buckets_.front().flat.device(), "ddp");
-    }
-  }
-
-  plait::StepResult step(const plait::StepArgs& args) override {
-    // Gradients are identical on every dp rank now: only tensor-parallel slices are summed.
-    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_, pp_,
-                                                buckets_.front().flat.options(), "ddp");
-    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip), /*release=*/false);
-    for (auto& b : buckets_) b.flat.zero_();
-    return {norm};
+    if (mb.is_last()) optimizer_.sum_partial_grads();
   }
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
@@ -81,6 +71,17 @@ class Ddp final : public plait::DataParallel {
     for (const auto& b : buckets_) bytes.grads += static_cast<int64_t>(b.flat.nbytes());
     bytes.optimizer = optimizer_.state_bytes();
     return bytes;
+  }
+
+ protected:
+  // Gradients are identical on every dp rank now: only tensor-parallel slices are summed.
+  plait::GradNorm grad_norm() override { return optimizer_.grad_norm(); }
+  void update(const plait::UpdateArgs& args) override {
+    optimizer_.update(args);
+    discard_gradients();
+  }
+  void discard_gradients() override {
+    for (auto& b : buckets_) b.flat.zero_();
   }
 
  private:
@@ -155,12 +156,10 @@ class Ddp final : public plait::DataParallel {
 
   plait::PluginContext* context_ = nullptr;
   plait::Communicator* comm_ = nullptr;
-  plait::Communicator* tp_ = nullptr;
-  plait::Communicator* pp_ = nullptr;
   bool overlap_ = true;
   bool sync_ = false;
   plait::MicrobatchInfo microbatch_;
-  plait::WholeParamsAdamW optimizer_;
+  plait::ReplicatedAdamW optimizer_;
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;
   plait::GradReadyHooks hooks_;

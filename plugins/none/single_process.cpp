@@ -1,8 +1,6 @@
 // The single-process strategy: every parameter, gradient and optimizer state whole on
 // this rank, no communication. It is the reference every other strategy is judged by,
 // so it does exactly what the SDK's optimizer math says and nothing else.
-#include <cmath>
-
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 
@@ -14,24 +12,15 @@ class SingleProcess final : public plait::DataParallel {
     PLAIT_CHECK(setup.dp_group == nullptr || setup.dp_group->size() == 1,
                 "the 'none' strategy runs on one data-parallel rank",
                 "choose a data-parallel plugin such as ddp for dp > 1");
-    optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
-    tp_ = setup.tp_group;
-    pp_ = setup.pp_group;
+    optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(),
+                                         .adamw = setup.adamw,
+                                         .tp_group = setup.tp_group,
+                                         .pp_group = setup.pp_group,
+                                         .plugin = "none"});
   }
 
   void after_backward(const plait::MicrobatchInfo& mb) override {
-    if (mb.is_last()) {
-      plait::sum_over_tp(plait::partial_grads(optimizer_.params(), "none"), tp_, optimizer_.params().front().tensor.device(),
-                         "none");
-    }
-  }
-
-  plait::StepResult step(const plait::StepArgs& args) override {
-    const auto& first = optimizer_.params().front().tensor;
-    const double norm = plait::global_grad_norm(optimizer_.squared_grad_norms<plait::SquaredNorms>(), nullptr, tp_, pp_,
-                                                first.options(), "none");
-    optimizer_.update(args.step, args.lr, plait::clip_coefficient(norm, args.grad_clip));
-    return {norm};
+    if (mb.is_last()) optimizer_.sum_partial_grads();
   }
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
@@ -45,10 +34,13 @@ class SingleProcess final : public plait::DataParallel {
     return bytes;
   }
 
+ protected:
+  plait::GradNorm grad_norm() override { return optimizer_.grad_norm(); }
+  void update(const plait::UpdateArgs& args) override { optimizer_.update(args); }
+  void discard_gradients() override { optimizer_.discard(); }
+
  private:
-  plait::WholeParamsAdamW optimizer_;
-  plait::Communicator* tp_ = nullptr;
-  plait::Communicator* pp_ = nullptr;
+  plait::ReplicatedAdamW optimizer_;
 };
 
 }  // namespace

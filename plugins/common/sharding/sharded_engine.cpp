@@ -5,6 +5,9 @@
 #include <map>
 #include <numeric>
 
+#include "plait/sdk/offload.hpp"
+#include "plait/sdk/partial_grads.hpp"
+
 namespace plait::sharding {
 namespace {
 
@@ -472,30 +475,38 @@ void ShardedEngine::after_backward(const MicrobatchInfo& mb) {
   for (std::size_t g = 0; g < groups_.size(); ++g) release(g);
 }
 
-void ShardedEngine::update_group(FlatGroup& g, int64_t step, double lr, double coef) {
+void ShardedEngine::update_group(FlatGroup& g, const UpdateArgs& args) {
   at::NoGradGuard no_grad;
   at::Tensor grad = g.grad_shard.scalar_type() == master_dtype_ ? g.grad_shard : g.grad_shard.to(master_dtype_);
-  if (coef < 1.0) grad.mul_(coef);
+  if (args.clip_coef < 1.0) grad.mul_(args.clip_coef);
   for (const auto& s : g.segments) {
     at::Tensor param = g.master.narrow(0, s.offset, s.length);
     AdamWState state{g.moments.exp_avg.narrow(0, s.offset, s.length), g.moments.exp_avg_sq.narrow(0, s.offset, s.length)};
-    adamw_update(param, grad.narrow(0, s.offset, s.length), state, step, lr, adamw_, s.decay);
+    adamw_update(param, grad.narrow(0, s.offset, s.length), state, args.step, args.lr, adamw_, s.decay);
   }
 }
 
-StepResult ShardedEngine::step(const StepArgs& args) {
+void ShardedEngine::clear_gradients(FlatGroup& g) {
+  at::NoGradGuard no_grad;
+  // Stage 1 without offload: the gradient shard is a view of the whole gradient.
+  if (g.grad_full.defined()) g.grad_full.zero_();
+  if (!g.grad_full.defined() || offload_grads_) on_host_if(offload_grads_, [&] { g.grad_shard.zero_(); });
+}
+
+GradNorm ShardedEngine::grad_norm() {
   PLAIT_CHECK(accumulated_, concat(plan_.plugin, ": step() before any backward"), "");
   SquaredNorms local;
   for (const auto& g : groups_) {
     for (const auto& s : g.segments) local.add(s.split, g.grad_shard.narrow(0, s.offset, s.length));
   }
-  const double norm = global_grad_norm(local, shard_comm_, tp_, pp_, groups_.front().full.options(), plan_.plugin);
-  const double coef = clip_coefficient(norm, args.grad_clip);
+  return global_grad_norm(local, shard_comm_, tp_, pp_, groups_.front().full.options(), plan_.plugin);
+}
 
+void ShardedEngine::update(const UpdateArgs& args) {
   std::vector<std::shared_ptr<Work>> gathers;
   std::vector<at::Tensor> inputs;
   for (auto& g : groups_) {
-    on_host_if(offload_optimizer_, [&] { update_group(g, args.step, args.lr, coef); });
+    on_host_if(offload_optimizer_, [&] { update_group(g, args); });
     at::NoGradGuard no_grad;
     at::Tensor working = g.sharded_params ? g.param_shard : shard_of(g.full, shard_rank_, g.shard);
     if (!g.master_is_alias) {
@@ -509,13 +520,15 @@ StepResult ShardedEngine::step(const StepArgs& args) {
       o.tag = tag("param-gather", g.name);
       gathers.push_back(shard_comm_->all_gather(g.full, inputs.back(), o));
     }
-    // Stage 1 without offload: the gradient shard is a view of the whole gradient.
-    if (g.grad_full.defined()) g.grad_full.zero_();
-    if (!g.grad_full.defined() || offload_grads_) on_host_if(offload_grads_, [&] { g.grad_shard.zero_(); });
+    clear_gradients(g);
   }
   for (auto& w : gathers) w->wait();
   accumulated_ = false;
-  return {norm};
+}
+
+void ShardedEngine::discard_gradients() {
+  for (auto& g : groups_) clear_gradients(g);
+  accumulated_ = false;
 }
 
 NamedTensors ShardedEngine::gather_named(at::Tensor FlatGroup::*shard, const char* phase) {

@@ -29,7 +29,6 @@ class ShardedEngine : public DataParallel {
   void setup(const DataParallelSetup& setup) override;
   void before_microbatch(const MicrobatchInfo& mb) override;
   void after_backward(const MicrobatchInfo& mb) override;
-  StepResult step(const StepArgs& args) override;
   NamedTensors full_gradients() override;
   NamedTensors full_parameters() override;
   StateBytes state_bytes() const override;
@@ -42,6 +41,9 @@ class ShardedEngine : public DataParallel {
  protected:
   // The plugin turns its options into a plan; called first thing in setup().
   virtual ShardingPlan make_plan(const Options& options) const = 0;
+  GradNorm grad_norm() override;
+  void update(const UpdateArgs& args) override;
+  void discard_gradients() override;
 
  private:
   struct PendingReduce {
@@ -60,7 +62,8 @@ class ShardedEngine : public DataParallel {
   void reduce(std::size_t group);
   void finish_reductions();
   void finish_oldest_reduction();
-  void update_group(FlatGroup& g, int64_t step, double lr, double coef);
+  void update_group(FlatGroup& g, const UpdateArgs& args);
+  void clear_gradients(FlatGroup& g);
   at::Tensor gather_shards(const at::Tensor& shard, const FlatGroup& g, const char* phase);
   // Every parameter's whole value of one kind of shard (gradient, master), by name.
   NamedTensors gather_named(at::Tensor FlatGroup::*shard, const char* phase);

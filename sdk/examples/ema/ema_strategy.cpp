@@ -18,22 +18,9 @@ class EmaStrategy final : public plait::DataParallel {
     context_ = setup.context;
     decay_ = context_->options->get<double>("decay");
     export_ema_ = context_->options->get<bool>("export_ema");
-    optimizer_ = plait::WholeParamsAdamW(setup.model->parameters(), setup.adamw);
+    optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(), .adamw = setup.adamw, .plugin = "example-ema"});
     for (const auto& p : optimizer_.params()) ema_.push_back(p.tensor.detach().clone());
     context_->log->info("example-ema: averaging ", ema_.size(), " parameters with decay ", decay_);
-  }
-
-  plait::StepResult step(const plait::StepArgs& args) override {
-    const double norm = optimizer_.clip_and_update(args.step, args.lr, args.grad_clip);
-    at::NoGradGuard no_grad;
-    double distance_sq = 0.0;
-    for (std::size_t i = 0; i < ema_.size(); ++i) {
-      const at::Tensor& weights = optimizer_.params()[i].tensor;
-      ema_[i].lerp_(weights, 1.0 - decay_);
-      distance_sq += plait::squared_norm(ema_[i] - weights);
-    }
-    context_->metrics->gauge("ema_distance", std::sqrt(distance_sq));
-    return {norm};
   }
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
@@ -52,11 +39,30 @@ class EmaStrategy final : public plait::DataParallel {
     return bytes;
   }
 
+ protected:
+  // The core's step asks for the norm, then for the update (or, for a step whose loss or
+  // norm is not finite, for discard_gradients instead).
+  plait::GradNorm grad_norm() override { return optimizer_.grad_norm(); }
+
+  void update(const plait::UpdateArgs& args) override {
+    optimizer_.update(args);
+    at::NoGradGuard no_grad;
+    double distance_sq = 0.0;
+    for (std::size_t i = 0; i < ema_.size(); ++i) {
+      const at::Tensor& weights = optimizer_.params()[i].tensor;
+      ema_[i].lerp_(weights, 1.0 - decay_);
+      distance_sq += plait::squared_norm(ema_[i] - weights);
+    }
+    context_->metrics->gauge("ema_distance", std::sqrt(distance_sq));
+  }
+
+  void discard_gradients() override { optimizer_.discard(); }
+
  private:
   plait::PluginContext* context_ = nullptr;
   double decay_ = 0.99;
   bool export_ema_ = true;
-  plait::WholeParamsAdamW optimizer_;
+  plait::ReplicatedAdamW optimizer_;
   std::vector<at::Tensor> ema_;
 };
 

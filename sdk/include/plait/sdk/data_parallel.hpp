@@ -5,12 +5,17 @@
 // The trainer calls, per optimizer step:
 //   for each backward k of this rank:  before_microbatch(k); backward; after_backward(k)
 //   step(args)
-// in that fixed order. Forwards run between them as the pipeline schedule says (without
+// in that fixed order. step() is the core's, not the plugin's: it asks the plugin for
+// the global gradient norm, then for the update, or, when the norm or the step's loss is
+// not finite, for nothing but dropping the gradients. So no plugin can let a diverged
+// step touch the weights or the optimizer state, and every rank takes the same branch
+// (the norm and the loss are global). Forwards run between them as the pipeline schedule says (without
 // a pipeline: forward k just before backward k), so a plugin must not assume that the
 // forward of microbatch k comes after before_microbatch(k). Under an interleaved schedule
 // one backward covers one virtual stage's units only; the last one (is_last) is the
 // last gradient contribution of every parameter. Loss is already normalised by the global token count, so a
 // plugin sums gradients across ranks (it does not average them).
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -22,12 +27,12 @@
 #include "plait/sdk/context.hpp"
 #include "plait/sdk/grad_norm.hpp"
 #include "plait/sdk/model.hpp"
-#include "plait/sdk/offload.hpp"
 #include "plait/sdk/optim.hpp"
-#include "plait/sdk/partial_grads.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
+
+class Offload;  // offload.hpp
 
 struct MicrobatchInfo {
   int64_t index = 0;
@@ -36,13 +41,16 @@ struct MicrobatchInfo {
 };
 
 struct StepArgs {
-  int64_t step = 1;        // optimizer step, from 1
+  int64_t step = 1;         // AdamW's step: updates applied so far + 1
   double lr = 0.0;
-  double grad_clip = 0.0;  // max global norm; 0 turns clipping off
+  double grad_clip = 0.0;   // max global norm; 0 turns clipping off
+  bool loss_finite = true;  // the step's global loss; a non-finite one discards the step
 };
 
 struct StepResult {
-  double grad_norm = 0.0;  // global gradient norm before clipping
+  double grad_norm = 0.0;         // global gradient norm before clipping
+  bool applied = true;            // false: the norm or the loss was not finite; nothing was updated
+  bool grads_finite_here = true;  // this rank's own gradients were finite
 };
 
 // Bytes of model state this rank holds, split by where they live.
@@ -82,8 +90,19 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   virtual void setup(const DataParallelSetup& setup) = 0;
   virtual void before_microbatch(const MicrobatchInfo& mb) {}
   virtual void after_backward(const MicrobatchInfo& mb) {}
-  // Clip by the global norm, update, clear gradients.
-  virtual StepResult step(const StepArgs& args) = 0;
+
+  // The optimizer step (see the top of this file). Not virtual: plugins implement the
+  // three hooks below.
+  StepResult step(const StepArgs& args) {
+    const GradNorm norm = grad_norm();
+    StepResult result{norm.norm, std::isfinite(norm.norm) && args.loss_finite, norm.finite_here};
+    if (result.applied) {
+      update({args.step, args.lr, clip_coefficient(norm.norm, args.grad_clip)});
+    } else {
+      discard_gradients();
+    }
+    return result;
+  }
 
   // The whole gradient of every parameter, by reference name, after the last
   // after_backward of a step and before step() (the equivalence harness compares these).
@@ -91,6 +110,14 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   // The whole value of every parameter, by reference name (checkpoints, the harness).
   virtual NamedTensors full_parameters() = 0;
   virtual StateBytes state_bytes() const = 0;
+
+ protected:
+  // The global norm of the step's gradients: collective, the same on every rank.
+  virtual GradNorm grad_norm() = 0;
+  // Scale the gradients by clip_coef when it is below 1, update, clear the gradients.
+  virtual void update(const UpdateArgs& args) = 0;
+  // Clear the step's gradients; parameters and optimizer state stay as they are.
+  virtual void discard_gradients() = 0;
 };
 
 }  // namespace plait

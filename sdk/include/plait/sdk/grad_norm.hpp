@@ -5,6 +5,7 @@
 // by kind, and the sums are reduced where they are spread, so every rank gets the norm
 // the single process computes.
 #include <cmath>
+#include <string>
 
 #include <ATen/ATen.h>
 
@@ -13,6 +14,14 @@
 #include "plait/sdk/optim.hpp"
 
 namespace plait {
+
+// The step's global gradient norm, the same on every rank, and whether this rank's own
+// part of it was finite (so that a non-finite norm can be traced to the ranks whose
+// gradients made it).
+struct GradNorm {
+  double norm = 0.0;
+  bool finite_here = true;
+};
 
 struct SquaredNorms {
   double whole = 0.0;  // parameters every tp rank holds whole
@@ -27,9 +36,10 @@ struct SquaredNorms {
 // holds whole gradients); `tp`: the tensor-parallel group (null without one); `pp`: the
 // pipeline group, whose stages hold disjoint parameters (null without one). `options`:
 // where the reduction runs (the compute device: NCCL takes no host tensors).
-inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp, Communicator* pp,
-                               const at::TensorOptions& options, const std::string& plugin) {
-  if (shards == nullptr && tp == nullptr && pp == nullptr) return std::sqrt(local.whole + local.split);
+inline GradNorm global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp, Communicator* pp,
+                                 const at::TensorOptions& options, const std::string& plugin) {
+  const bool finite_here = std::isfinite(local.whole + local.split);
+  if (shards == nullptr && tp == nullptr && pp == nullptr) return {std::sqrt(local.whole + local.split), finite_here};
   at::Tensor sums = at::tensor({local.whole, local.split}, at::TensorOptions().dtype(at::kDouble)).to(options.device());
   if (shards != nullptr) {
     AllReduceOptions o;
@@ -49,7 +59,7 @@ inline double global_grad_norm(const SquaredNorms& local, Communicator* shards, 
     pp->all_reduce(sums, o)->wait();
   }
   sums = sums.cpu();
-  return std::sqrt(sums[0].item<double>() + sums[1].item<double>());
+  return {std::sqrt(sums[0].item<double>() + sums[1].item<double>()), finite_here};
 }
 
 }  // namespace plait

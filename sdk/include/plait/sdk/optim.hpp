@@ -6,13 +6,8 @@
 // torch.nn.utils.clip_grad_norm_.
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include <ATen/ATen.h>
-
-#include "plait/sdk/model.hpp"
 
 namespace plait {
 
@@ -21,6 +16,15 @@ struct AdamWConfig {
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.1;
+};
+
+// One update as the core asks for it (data_parallel.hpp): AdamW's step counts the updates
+// applied so far, from 1 (a skipped step does not count); the gradients are scaled by
+// clip_coef first when it is below 1.
+struct UpdateArgs {
+  int64_t step = 1;
+  double lr = 0.0;
+  double clip_coef = 1.0;
 };
 
 struct AdamWState {
@@ -59,87 +63,5 @@ inline double squared_norm(const at::Tensor& t) {
   const double n = at::linalg_vector_norm(t, 2).item<double>();
   return n * n;
 }
-
-// AdamW over whole (unsharded) parameters, the state the single-process strategy and
-// replicated data parallel keep: one moment pair per parameter, updated in place.
-class WholeParamsAdamW {
- public:
-  WholeParamsAdamW() = default;
-  WholeParamsAdamW(std::vector<ParamRef> params, const AdamWConfig& config) : params_(std::move(params)), config_(config) {
-    for (const auto& p : params_) state_.push_back(adamw_state_like(p.tensor));
-  }
-
-  const std::vector<ParamRef>& params() const { return params_; }
-
-  // The squared L2 norms of the gradients, by tensor-parallel kind (this rank's part of
-  // the global norm; see grad_norm.hpp).
-  template <class Norms>
-  Norms squared_grad_norms() const {
-    Norms sums;
-    for (const auto& p : params_) {
-      if (p.tensor.grad().defined()) sums.add(p.split, p.tensor.grad());
-    }
-    return sums;
-  }
-
-  // Scales gradients by clip_coef (when below 1) and updates every parameter that has a
-  // gradient. Then the gradients are released as zero_grad(set_to_none=True) does, or,
-  // with release = false, kept for the caller to zero (gradients living in buckets).
-  void update(int64_t step, double lr, double clip_coef, bool release = true) {
-    at::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      at::Tensor& param = params_[i].tensor;
-      if (!param.grad().defined()) continue;
-      at::Tensor grad = param.grad();
-      if (clip_coef < 1.0) grad.mul_(clip_coef);
-      adamw_update(param, grad, state_[i], step, lr, config_, params_[i].decay);
-      if (release) param.mutable_grad() = at::Tensor();
-    }
-  }
-
-  // One optimizer step when every gradient here is whole and final (single process, or
-  // replicated after the all-reduce, no tensor parallel): clip by the global norm,
-  // update; returns the norm. Under tensor parallel, get the norm from grad_norm.hpp's
-  // global_grad_norm and call update().
-  double clip_and_update(int64_t step, double lr, double max_norm, bool release = true) {
-    double sum = 0.0;
-    for (const auto& p : params_) {
-      if (p.tensor.grad().defined()) sum += squared_norm(p.tensor.grad());
-    }
-    const double norm = std::sqrt(sum);
-    update(step, lr, clip_coefficient(norm, max_norm), release);
-    return norm;
-  }
-
-  std::vector<std::pair<std::string, at::Tensor>> named_grads() const {
-    std::vector<std::pair<std::string, at::Tensor>> out;
-    for (const auto& p : params_) {
-      out.emplace_back(p.name, p.tensor.grad().defined() ? p.tensor.grad().detach().clone() : at::zeros_like(p.tensor));
-    }
-    return out;
-  }
-
-  std::vector<std::pair<std::string, at::Tensor>> named_params() const {
-    std::vector<std::pair<std::string, at::Tensor>> out;
-    for (const auto& p : params_) out.emplace_back(p.name, p.tensor.detach());
-    return out;
-  }
-
-  int64_t param_bytes() const {
-    int64_t n = 0;
-    for (const auto& p : params_) n += static_cast<int64_t>(p.tensor.nbytes());
-    return n;
-  }
-  int64_t state_bytes() const {
-    int64_t n = 0;
-    for (const auto& s : state_) n += static_cast<int64_t>(s.exp_avg.nbytes() + s.exp_avg_sq.nbytes());
-    return n;
-  }
-
- private:
-  std::vector<ParamRef> params_;
-  AdamWConfig config_;
-  std::vector<AdamWState> state_;
-};
 
 }  // namespace plait

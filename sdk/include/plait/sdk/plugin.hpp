@@ -16,6 +16,7 @@
 #include <torch/headeronly/version.h>
 
 #include "plait/sdk/plugin_abi.h"
+#include "plait/sdk/run_check.hpp"
 #include "plait/sdk/version.hpp"
 
 // Overridable so that the loader's own tests can build deliberately mismatched plugins.
@@ -39,6 +40,10 @@ namespace plait {
 class PLAIT_SDK_VISIBLE Plugin {
  public:
   virtual ~Plugin() = default;
+  // Refuses a run this plugin cannot serve, by throwing plait::Error whose message starts
+  // with the config place to change (run_check.hpp). Called before anything starts, on an
+  // instance made for the check alone.
+  virtual void check(const RunCheck& run) const {}
 };
 
 namespace detail {
