@@ -1,3 +1,5 @@
+#include <iostream>
+
 #include "cli/commands.hpp"
 #include "cli/run_modes.hpp"
 #include "plait/sdk/error.hpp"
@@ -6,13 +8,23 @@ namespace plait::cli {
 
 int run(const RunArgs& args) {
   if (auto worker = worker_from_env(args.master_addr, args.master_port)) return run_worker(*worker, args);
-  std::vector<std::string> sets = args.sets;
-  if (args.steps) sets.push_back(concat("train.steps=", *args.steps));
-  const bool launch_flags = args.nnodes || args.node_rank || args.nproc_per_node;
-  const int known_world = args.nproc_per_node ? args.nnodes.value_or(1) * *args.nproc_per_node : 0;
-  PreparedRun prep = prepare_run(args.config, sets, known_world);
-  if (prep.world_size == 1 && !launch_flags) return run_single(prep, args);
-  return run_launcher(prep, args);
+  const LaunchRequest request = launch_request(args);
+  PreparedRun prep = prepare_run(args.config, args.overrides(), known_world(request));
+  const LaunchPlan launch = plan_launch(prep, request);
+  return launch.single_process ? run_single(prep, launch, args) : run_launcher(prep, launch, args);
+}
+
+// The same checks as `plait run` with the same flags, and nothing written.
+int config_validate(const RunArgs& args) {
+  const LaunchRequest request = launch_request(args);
+  PreparedRun prep = prepare_run(args.config, args.overrides(), known_world(request));
+  const LaunchPlan launch = plan_launch(prep, request);
+  std::string plugins;
+  for (const auto& c : prep.config->plugins()) plugins += (plugins.empty() ? "" : ", ") + c.role + "=" + c.name;
+  std::cout << args.config << ": valid (" << prep.model.family << " " << prep.model.size << ", "
+            << closed_form_params(prep.model) << " parameters; " << plugins << "; " << prep.world_size
+            << (prep.world_size == 1 ? " process" : " processes") << "; run folder " << launch.folder << ")\n";
+  return 0;
 }
 
 }  // namespace plait::cli

@@ -1,17 +1,19 @@
 #pragma once
 // The subcommands of the plait CLI. Each returns the process exit code; errors are
 // thrown as plait::Error and printed by main.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace plait::cli {
 
+// What `plait run` (and `plait config validate`, which checks the same) takes.
 struct RunArgs {
   std::string config;
   std::vector<std::string> sets;
-  std::optional<long long> steps;
-  std::string out;
+  std::optional<int64_t> steps;
+  std::optional<std::string> out;  // absent: runs/<config>-<time>
   bool verbose = false;
   // Launch (cluster) flags; absent: one node with as many ranks as the mesh needs.
   std::optional<int> nnodes;
@@ -19,8 +21,12 @@ struct RunArgs {
   std::optional<int> nproc_per_node;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
+
+  // The --set flags with --steps as one more.
+  std::vector<std::string> overrides() const;
 };
 int run(const RunArgs& args);
+int config_validate(const RunArgs& args);
 
 struct PluginsArgs {
   bool json = false;
@@ -28,6 +34,9 @@ struct PluginsArgs {
 int plugins(const PluginsArgs& args);
 
 int models();
+
+// plait --version: plait, LibTorch, the plugin API, CUDA and the communicators here.
+int version();
 
 struct ConfigArgs {
   std::string config;
@@ -42,7 +51,6 @@ struct CheckArgs {
   std::optional<double> tolerance;  // default: 1e-10 for float64, 1e-5 for float32
 };
 int check(const CheckArgs& args);
-int config_validate(const ConfigArgs& args);
 
 struct ScheduleArgs {
   std::string config;

@@ -5,96 +5,161 @@
 #include <c10/util/Exception.h>
 
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 
-int main(int argc, char** argv) {
-  using namespace plait::cli;
-  CLI::App app{"plait: a training runtime in which every parallelism strategy is a plugin"};
-  app.require_subcommand(1);
+namespace {
 
-  RunArgs run_args;
-  auto* run_cmd = app.add_subcommand("run", "Train a model as a config describes");
-  run_cmd->add_option("config", run_args.config, "Config file (TOML)")->required();
-  run_cmd->add_option("--set", run_args.sets, "Override a value: table.key=value (repeatable)")->allow_extra_args(false);
-  run_cmd->add_option("--steps", run_args.steps, "Optimizer steps (overrides train.steps)");
-  run_cmd->add_option("--out", run_args.out, "Run folder (default runs/<config>-<time>); must not exist or be empty");
-  run_cmd->add_flag("-v,--verbose", run_args.verbose, "Debug logging");
-  run_cmd->add_option("--nnodes", run_args.nnodes, "Machines in the job (default 1)")->check(CLI::PositiveNumber);
-  run_cmd->add_option("--node-rank", run_args.node_rank, "This machine's index, 0 .. nnodes-1")
-      ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--nproc-per-node", run_args.nproc_per_node, "Ranks on each machine (default: the mesh's)")
-      ->check(CLI::PositiveNumber);
-  run_cmd->add_option("--master-addr", run_args.master_addr, "Address of node 0, which hosts the rendezvous store");
-  run_cmd->add_option("--master-port", run_args.master_port, "Port of the rendezvous store on node 0")
-      ->check(CLI::Range(1, 65535));
+using namespace plait::cli;
 
-  CheckArgs check_args;
-  auto* check_cmd = app.add_subcommand(
+// Numeric flags as typed, converted by plait once CLI11 has parsed the words.
+struct RawRunFlags {
+  std::optional<std::string> steps, nnodes, node_rank, nproc_per_node, master_port;
+
+  void into(RunArgs& args) const {
+    constexpr int64_t kMaxInt = 1 << 30;
+    args.steps = integer_flag("--steps", steps, 1, int64_t{1} << 53);
+    auto small = [&](const char* flag, const std::optional<std::string>& text, int64_t min, int64_t max) {
+      const auto v = integer_flag(flag, text, min, max);
+      return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+    };
+    args.nnodes = small("--nnodes", nnodes, 1, kMaxInt);
+    args.node_rank = small("--node-rank", node_rank, 0, kMaxInt);
+    args.nproc_per_node = small("--nproc-per-node", nproc_per_node, 1, kMaxInt);
+    args.master_port = small("--master-port", master_port, 1, 65535);
+  }
+};
+
+// The options `plait run` takes; `plait config validate` takes the same, to check the same.
+void add_run_options(CLI::App* cmd, RunArgs& args, RawRunFlags& raw) {
+  cmd->add_option("config", args.config, "Config file (TOML)")->required();
+  cmd->add_option("--set", args.sets, "Override a value: table.key=value (repeatable)")->allow_extra_args(false);
+  cmd->add_option("--steps", raw.steps, "Optimizer steps (overrides train.steps)");
+  cmd->add_option("--out", args.out, "Run folder (default runs/<config>-<time>); must not exist or be empty");
+  cmd->add_option("--nnodes", raw.nnodes, "Machines in the job (default 1)");
+  cmd->add_option("--node-rank", raw.node_rank, "This machine's index, 0 .. nnodes-1");
+  cmd->add_option("--nproc-per-node", raw.nproc_per_node, "Ranks on each machine (default: the mesh's)");
+  cmd->add_option("--master-addr", args.master_addr, "Address of node 0, which hosts the rendezvous store");
+  cmd->add_option("--master-port", raw.master_port, "Port of the rendezvous store on node 0");
+}
+
+int report(const std::string& message, const std::string& hint, const std::string& origin, bool verbose) {
+  plait::flush_logs();
+  std::cerr << "error: " << message << "\n";
+  if (!hint.empty()) std::cerr << "  hint: " << hint << "\n";
+  if (verbose && !origin.empty()) std::cerr << "  debug: raised at " << origin << "\n";
+  return 1;
+}
+
+// Every subcommand's arguments, as CLI11 fills them, and which subcommand was chosen.
+struct Commands {
+  bool verbose = false, version = false;
+  RunArgs run, validate;
+  RawRunFlags run_raw, validate_raw, check_raw;
+  CheckArgs check;
+  std::optional<std::string> tolerance;
+  PluginsArgs plugins;
+  ConfigArgs show;
+  ScheduleArgs schedule;
+  CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
+           *show_cmd = nullptr, *validate_cmd = nullptr, *schedule_cmd = nullptr;
+};
+
+void add_check_command(CLI::App& app, Commands& c) {
+  c.check_cmd = app.add_subcommand(
       "check", "Equivalence check: run a config and its single-process reference, compare losses and gradients");
-  check_cmd->add_option("config", check_args.run.config, "Config file (TOML) with the strategy to judge")->required();
-  check_cmd->add_option("--set", check_args.run.sets, "Override a value: table.key=value (repeatable)")
+  c.check_cmd->add_option("config", c.check.run.config, "Config file (TOML) with the strategy to judge")->required();
+  c.check_cmd->add_option("--set", c.check.run.sets, "Override a value: table.key=value (repeatable)")
       ->allow_extra_args(false);
-  check_cmd->add_option("--steps", check_args.run.steps, "Optimizer steps (overrides train.steps)");
-  check_cmd->add_option("--out", check_args.run.out, "Folder for both runs and the report");
-  check_cmd->add_option("--tolerance", check_args.tolerance,
-                        "Largest relative difference allowed (default 1e-10 in float64, 1e-5 in float32)");
-  check_cmd->add_option("--nproc-per-node", check_args.run.nproc_per_node, "Ranks of the candidate run");
+  c.check_cmd->add_option("--steps", c.check_raw.steps, "Optimizer steps (overrides train.steps)");
+  c.check_cmd->add_option("--out", c.check.run.out, "Folder for both runs and the report");
+  c.check_cmd->add_option("--tolerance", c.tolerance,
+                          "Largest relative difference allowed (default 1e-10 in float64, 1e-5 in float32)");
+  c.check_cmd->add_option("--nproc-per-node", c.check_raw.nproc_per_node, "Ranks of the candidate run");
+}
 
-  PluginsArgs plugins_args;
-  auto* plugins_cmd = app.add_subcommand("plugins", "List the plugins found, and any refused");
-  plugins_cmd->add_flag("--json", plugins_args.json, "Machine-readable output");
-
-  auto* models_cmd = app.add_subcommand("models", "List model families and sizes with parameter counts");
-
-  ConfigArgs config_args;
+void add_inspect_commands(CLI::App& app, Commands& c) {
+  c.plugins_cmd = app.add_subcommand("plugins", "List the plugins found, and any refused");
+  c.plugins_cmd->add_flag("--json", c.plugins.json, "Machine-readable output");
+  c.models_cmd = app.add_subcommand("models", "List model families and sizes with parameter counts");
   auto* config_cmd = app.add_subcommand("config", "Inspect configs");
   config_cmd->require_subcommand(1);
-  auto* show_cmd = config_cmd->add_subcommand("show", "Print a config merged from its bundles and --set flags");
-  show_cmd->add_option("config", config_args.config, "Config file (TOML)")->required();
-  show_cmd->add_option("--set", config_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
-  show_cmd->add_flag("--resolved", config_args.resolved, "Fill in every default, as the run's lock file will");
-  show_cmd->add_flag("--provenance", config_args.provenance, "Say which file, flag or default set each value");
-  auto* validate_cmd = config_cmd->add_subcommand("validate", "Check a config and its plugins without running");
-  validate_cmd->add_option("config", config_args.config, "Config file (TOML)")->required();
-  validate_cmd->add_option("--set", config_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
-
-  ScheduleArgs schedule_args;
+  c.show_cmd = config_cmd->add_subcommand("show", "Print a config merged from its bundles and --set flags");
+  c.show_cmd->add_option("config", c.show.config, "Config file (TOML)")->required();
+  c.show_cmd->add_option("--set", c.show.sets, "Override a value: table.key=value")->allow_extra_args(false);
+  c.show_cmd->add_flag("--resolved", c.show.resolved, "Fill in every default, as the run's lock file will");
+  c.show_cmd->add_flag("--provenance", c.show.provenance, "Say which file, flag or default set each value");
+  c.validate_cmd = config_cmd->add_subcommand(
+      "validate", "Make every check `plait run` makes with the same flags, without running: valid means it will start");
+  add_run_options(c.validate_cmd, c.validate, c.validate_raw);
   auto* schedule_cmd = app.add_subcommand("schedule", "Inspect pipeline schedules");
   schedule_cmd->require_subcommand(1);
-  auto* schedule_show_cmd =
+  c.schedule_cmd =
       schedule_cmd->add_subcommand("show", "Draw every pipeline rank's schedule as a timeline (nominal costs)");
-  schedule_show_cmd->add_option("config", schedule_args.config, "Config file (TOML)")->required();
-  schedule_show_cmd->add_option("--set", schedule_args.sets, "Override a value: table.key=value")->allow_extra_args(false);
-  schedule_show_cmd->add_option("--trace", schedule_args.trace, "Also write the timeline as a Chrome trace (JSON)");
+  c.schedule_cmd->add_option("config", c.schedule.config, "Config file (TOML)")->required();
+  c.schedule_cmd->add_option("--set", c.schedule.sets, "Override a value: table.key=value")->allow_extra_args(false);
+  c.schedule_cmd->add_option("--trace", c.schedule.trace, "Also write the timeline as a Chrome trace (JSON)");
+}
 
+void define(CLI::App& app, Commands& c) {
+  app.require_subcommand(0, 1);
+  app.add_flag("-v,--verbose", c.verbose, "Debug logging, and where in plait's source an error was raised");
+  app.add_flag("--version", c.version, "plait, LibTorch and plugin API versions, CUDA and the communicators here");
+  c.run_cmd = app.add_subcommand("run", "Train a model as a config describes");
+  add_run_options(c.run_cmd, c.run, c.run_raw);
+  c.run_cmd->add_flag("-v,--verbose", c.verbose, "Debug logging");
+  add_check_command(app, c);
+  add_inspect_commands(app, c);
+}
+
+// Runs the chosen subcommand; plait::Error propagates to main.
+int dispatch(CLI::App& app, Commands& c) {
+  c.run.verbose = c.validate.verbose = c.check.run.verbose = c.verbose;
+  if (c.version) return version();
+  if (*c.run_cmd) {
+    c.run_raw.into(c.run);
+    return run(c.run);
+  }
+  if (*c.check_cmd) {
+    c.check_raw.into(c.check.run);
+    c.check.tolerance = positive_number_flag("--tolerance", c.tolerance);
+    return check(c.check);
+  }
+  if (*c.validate_cmd) {
+    c.validate_raw.into(c.validate);
+    return config_validate(c.validate);
+  }
+  if (*c.plugins_cmd) return plugins(c.plugins);
+  if (*c.models_cmd) return models();
+  if (*c.show_cmd) return config_show(c.show);
+  if (*c.schedule_cmd) return schedule_show(c.schedule);
+  std::cout << app.help();
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"plait: a training runtime in which every parallelism strategy is a plugin"};
+  Commands commands;
+  define(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-
   try {
-    if (*run_cmd) return run(run_args);
-    if (*check_cmd) return check(check_args);
-    if (*plugins_cmd) return plugins(plugins_args);
-    if (*models_cmd) return models();
-    if (*show_cmd) return config_show(config_args);
-    if (*validate_cmd) return config_validate(config_args);
-    if (*schedule_show_cmd) return schedule_show(schedule_args);
+    return dispatch(app, commands);
   } catch (const plait::Error& e) {
-    plait::flush_logs();
-    std::cerr << "error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "  hint: " << e.hint() << "\n";
-    return 1;
-  } catch (const c10::Error& e) {  // LibTorch's own errors: the message without its C++ backtrace
-    plait::flush_logs();
-    std::cerr << "error: " << e.what_without_backtrace() << "\n";
-    return 1;
+    return report(e.what(), e.hint(), e.origin(), commands.verbose);
+  } catch (const c10::Error& e) {  // LibTorch's own, with plait's words around its first line
+    const std::string what = e.what_without_backtrace();
+    return report(plait::concat("LibTorch failed: ", what.substr(0, what.find('\n'))),
+                  "if the config is valid, this is a plait bug: please report it with the command and its log", "",
+                  commands.verbose);
   } catch (const std::exception& e) {
-    plait::flush_logs();
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return report(plait::concat("plait failed unexpectedly: ", e.what()),
+                  "this is a plait bug: please report it with the command and its log", "", commands.verbose);
   }
-  return 0;
 }

@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -97,12 +98,23 @@ void flatten(const toml::table& root, const std::string& shown, ConfigTree& tree
 ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::vector<std::string>& files,
                      const Source* named_at) {
   const std::string shown = display_path(file);
-  if (!fs::exists(file)) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(file, ec);
+  if (!fs::exists(status)) {
     if (named_at != nullptr) {
       throw Error(named_at->describe() + ": extends names a file that does not exist: " + shown,
                   "paths in extends are relative to the file that names them");
     }
     throw Error("config file not found: " + shown, "check the path given to plait");
+  }
+  if (!fs::is_regular_file(status)) {
+    const std::string what = fs::is_directory(status) ? "a folder" : "not a regular file";
+    if (named_at != nullptr) {
+      throw Error(concat(named_at->describe(), ": extends names ", shown, ", which is ", what, ", not a config file"),
+                  "extends takes TOML files (bundles), relative to the file that names them");
+    }
+    throw Error(concat("the config ", shown, " is ", what, ", not a TOML file"),
+                "pass the config file itself, e.g. configs/quickstart.toml");
   }
   for (const auto& open : stack) {
     if (fs::equivalent(open, file)) {
@@ -132,29 +144,32 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   LoadedConfig out;
   out.path = path;
   std::vector<fs::path> stack;
-  out.tree = load_file(fs::absolute(path).lexically_normal(), stack, out.files, nullptr);
+  const fs::path file = fs::absolute(path).lexically_normal();
+  out.tree = load_file(file, stack, out.files, nullptr);
+  out.tree.set_main_file(display_path(file));
   for (const auto& assignment : overrides) apply_override(out.tree, assignment);
   return out;
 }
 
 void apply_override(ConfigTree& tree, const std::string& assignment) {
-  const std::string flag = "--set " + assignment;
+  const std::string flag = "--set " + assignment;  // Source::describe() abbreviates it
+  const std::string shown = abbreviate(flag);
   const auto eq = assignment.find('=');
   if (eq == std::string::npos) {
-    throw Error(flag + ": expected table.key=value", "for example --set train.lr=3e-4");
+    throw Error(shown + ": expected table.key=value", "for example --set train.lr=3e-4");
   }
   const std::string dotted = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   const auto dot = dotted.find('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == dotted.size() ||
       dotted.find('.', dot + 1) != std::string::npos) {
-    throw Error(flag + ": the key must be table.key, got '" + dotted + "'", "for example --set train.steps=100");
+    throw Error(shown + ": the key must be table.key, got '" + abbreviate(dotted) + "'", "for example --set train.steps=100");
   }
   ConfigValue value;
   try {
     const std::string doc = "v = " + text;
     toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
-    value = to_value(*parsed.get("v"), flag);
+    value = to_value(*parsed.get("v"), shown);
   } catch (const toml::parse_error&) {
     value = ConfigValue::of(text);  // a bare word: model.size=124m, parallel.data=ddp
   }

@@ -32,10 +32,16 @@ class ConfigTree {
   // Every value of `over` replaces ours; arrays are replaced, not appended.
   void merge_from(const ConfigTree& over);
 
+  // The config file named on the command line, as shown in messages: where a value
+  // that nobody set (a default) is said to come from.
+  void set_main_file(std::string shown) { main_file_ = std::move(shown); }
+  std::string default_place() const { return main_file_.empty() ? "default" : main_file_ + " (default)"; }
+
  private:
   std::vector<std::string> order_;
   std::map<std::string, ConfigTable> tables_;
   std::map<std::string, Source> table_sources_;
+  std::string main_file_;
 };
 
 }  // namespace plait

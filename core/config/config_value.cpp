@@ -4,12 +4,14 @@
 #include <cmath>
 #include <sstream>
 
+#include "util/abbreviate.hpp"
+
 namespace plait {
 
 std::string Source::describe() const {
   switch (kind) {
     case Kind::file: return file + ":" + std::to_string(line) + ":" + std::to_string(column);
-    case Kind::flag: return flag;
+    case Kind::flag: return abbreviate(flag);
     case Kind::schema_default: return "default";
   }
   return {};
@@ -57,6 +59,8 @@ std::string ConfigValue::to_toml() const {
   }
   return {};
 }
+
+std::string ConfigValue::shown() const { return abbreviate(to_toml()); }
 
 const char* ConfigValue::type_name(Type t) {
   switch (t) {

@@ -21,7 +21,7 @@ struct Source {
   static Source from_flag(std::string flag) { return {Kind::flag, {}, 0, 0, std::move(flag)}; }
   static Source from_default() { return {Kind::schema_default, {}, 0, 0, {}}; }
 
-  // "configs/a.toml:3:1", "--set train.lr=0.1" or "default".
+  // "configs/a.toml:3:1", "--set train.lr=0.1" (abbreviated) or "default".
   std::string describe() const;
 };
 
@@ -42,6 +42,8 @@ struct ConfigValue {
 
   // As TOML: 1, 2.5, true, "text", [1, 2].
   std::string to_toml() const;
+  // As TOML, abbreviated for a message (a 100 kB string is not echoed whole).
+  std::string shown() const;
   // "integer", "string", ...
   static const char* type_name(Type t);
 };

@@ -91,8 +91,8 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   }
 
   for (const auto& schema : core_schemas()) {
-    out.tables_.emplace_back(schema.table,
-                             resolve_table(schema, tree.table(schema.table), tree.table_source(schema.table)));
+    out.tables_.emplace_back(schema.table, resolve_table(schema, tree.table(schema.table), tree.table_source(schema.table),
+                                                         tree.default_place()));
   }
 
   // Which plugins play which role.
@@ -106,7 +106,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
     const ConfigEntry* entry = tree.find("parallel", role);
     Source source = entry ? entry->source : Source::from_default();
     registry.require(name, role, concat(source.describe(), ": [parallel].", role));
-    out.choices_.push_back({role, name, source});
+    out.choices_.push_back({role, name, source, entry ? source.describe() : tree.default_place()});
   }
 
   // Plugin tables: chosen plugins always (defaults filled), found-but-unchosen ones when present.
@@ -114,8 +114,8 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   auto resolve_plugin_table = [&](const PluginRecord& record) {
     TableSchema schema = parse_schema(record.schema_toml, record.name,
                                       concat("plugin '", record.name, "' (", record.path, ")"));
-    out.tables_.emplace_back(record.name,
-                             resolve_table(schema, tree.table(record.name), tree.table_source(record.name)));
+    out.tables_.emplace_back(record.name, resolve_table(schema, tree.table(record.name), tree.table_source(record.name),
+                                                        tree.default_place()));
     resolved_plugins.push_back(record.name);
   };
   for (const auto& choice : out.choices_) {

@@ -20,6 +20,8 @@ struct PluginChoice {
   std::string role;  // "data", "pipeline", "tensor", "offload", "comm"
   std::string name;  // the plugin's name
   Source source;     // where the choice was made
+  std::string place; // the same for the front of a message (a default: the config file)
+  bool is_default() const { return source.kind == Source::Kind::schema_default; }
 };
 
 class ResolvedConfig {

@@ -1,11 +1,13 @@
 #include "config/schema.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <toml++/toml.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 #include "util/did_you_mean.hpp"
 
 namespace plait {
@@ -58,13 +60,15 @@ struct Converter {
   [[noreturn]] void wrong_type(const std::string& type, const ConfigValue& v) const {
     const bool element = type != spec.type;
     fail(concat("expected ", expected_name(type), element ? " in the array" : "", ", got ",
-                ConfigValue::type_name(v.type), " ", v.to_toml()),
+                ConfigValue::type_name(v.type), " ", v.shown()),
          concat(spec.key, " (", spec.type, "): ", spec.doc));
   }
 
   void check_bounds(double x, const ConfigValue& v) const {
-    if (spec.min && x < *spec.min) fail(concat(v.to_toml(), " is below the minimum ", *spec.min), spec.doc);
-    if (spec.max && x > *spec.max) fail(concat(v.to_toml(), " is above the maximum ", *spec.max), spec.doc);
+    // nan passes every comparison, and no plait option means anything by inf.
+    if (!std::isfinite(x)) fail(concat(v.shown(), " is not a finite number"), spec.doc);
+    if (spec.min && x < *spec.min) fail(concat(v.shown(), " is below the minimum ", *spec.min), spec.doc);
+    if (spec.max && x > *spec.max) fail(concat(v.shown(), " is above the maximum ", *spec.max), spec.doc);
   }
 
   // Converts one scalar of `type` (element type for arrays). Paths are resolved in place.
@@ -100,7 +104,7 @@ struct Converter {
           names.push_back(c.string);
           list += (list.empty() ? "" : ", ") + c.to_toml();
         }
-        fail(concat("\"", v.string, "\" is not one of ", list, did_you_mean(v.string, names)), spec.doc);
+        fail(concat(v.shown(), " is not one of ", list, did_you_mean(v.string, names)), spec.doc);
       }
     }
     return v.string;
@@ -189,10 +193,11 @@ TableSchema parse_schema(std::string_view toml_text, const std::string& table, c
   return schema;
 }
 
-ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given, const Source& table_source) {
+ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given, const Source& table_source,
+                            const std::string& default_place) {
   for (const auto& [key, entry] : given) {
     if (schema.find(key) == nullptr) {
-      throw Error(concat(entry.source.describe(), ": unknown key '", key, "' in [", schema.table, "]",
+      throw Error(concat(entry.source.describe(), ": unknown key '", abbreviate(key), "' in [", schema.table, "]",
                          did_you_mean(key, schema.keys())),
                   concat("[", schema.table, "] (", schema.owner, ") accepts: ", [&] {
                     std::string list;
@@ -203,6 +208,8 @@ ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given,
   }
   ResolvedTable out;
   std::map<std::string, OptionValue> values;
+  std::map<std::string, std::string> places;
+  std::map<std::string, bool> defaults;
   for (const auto& spec : schema.options) {
     auto it = given.find(spec.key);
     ConfigValue v;
@@ -220,11 +227,13 @@ ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given,
                   concat(spec.key, " (", spec.type, "): ", spec.doc));
     }
     values[spec.key] = Converter{schema, spec, source}.convert(v);
+    defaults[spec.key] = source.kind == Source::Kind::schema_default;
+    places[spec.key] = defaults[spec.key] ? default_place : source.describe();
     out.entries.push_back({spec.key, std::move(v), std::move(source)});
   }
   std::sort(out.entries.begin(), out.entries.end(),
             [](const ResolvedEntry& a, const ResolvedEntry& b) { return a.key < b.key; });
-  out.options = Options(schema.table, std::move(values));
+  out.options = Options(schema.table, std::move(values), std::move(places), std::move(defaults));
   return out;
 }
 

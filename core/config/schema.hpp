@@ -56,6 +56,9 @@ struct ResolvedTable {
 
 // Checks `given` (may be empty) against the schema: unknown keys, types, choices, bounds,
 // required keys; fills defaults. Errors carry file:line:column and a "did you mean".
-ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given, const Source& table_source);
+// Each value's place (Options::where) is where it was set, or `default_place` for a
+// default (the config file the user runs).
+ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given, const Source& table_source,
+                            const std::string& default_place = "default");
 
 }  // namespace plait

@@ -7,7 +7,8 @@ namespace plait {
 int64_t resolve_seq_len(const Options& data, const ModelSpec& model) {
   const int64_t T = data.find<int64_t>("seq_len").value_or(model.block_size);
   PLAIT_CHECK(T <= model.block_size,
-              concat("[data] seq_len ", T, " is longer than the model's block_size ", model.block_size),
+              concat(data.where("seq_len"), ": [data] seq_len ", T, " is longer than the model's block_size ",
+                     model.block_size),
               "lower data.seq_len or raise model.block_size");
   return T;
 }
@@ -27,15 +28,19 @@ std::unique_ptr<BatchSampler> make_sampler(const Options& data, const ModelSpec&
     return std::make_unique<BatchSampler>(spec, nullptr, std::make_shared<SyntheticLanguage>(model.vocab_size, seed));
   }
   auto path = data.find<std::string>("path");
-  PLAIT_CHECK(path.has_value(), concat("[data] source = \"", source, "\" needs data.path"),
+  PLAIT_CHECK(path.has_value(), concat(data.where("source"), ": [data] source = \"", source, "\" needs data.path"),
               "set path = \"file\" under [data], relative to the config file");
   if (source == "text") {
     PLAIT_CHECK(model.vocab_size >= 256,
-                concat("[data] text data has 256 byte tokens but the model's vocab_size is ", model.vocab_size),
+                concat(data.where("source"), ": [data] text data has 256 byte tokens but the model's vocab_size is ",
+                       model.vocab_size),
                 "set model.vocab_size = 256 or more");
-    return std::make_unique<BatchSampler>(spec, TokenFile::open_text(*path), nullptr);
   }
-  return std::make_unique<BatchSampler>(spec, TokenFile::open_tokens(*path), nullptr);
+  // The file's own problems (missing, a folder, empty, a bad header, too short) are the path's.
+  return at_place(data.where("path"), [&] {
+    auto file = source == "text" ? TokenFile::open_text(*path) : TokenFile::open_tokens(*path);
+    return std::make_unique<BatchSampler>(spec, std::move(file), nullptr);
+  });
 }
 
 }  // namespace plait

@@ -46,6 +46,7 @@ class BatchSampler {
 
   Batch next();
   int64_t position() const { return position_; }
+  const TokenFile* file() const { return file_.get(); }  // null for synthetic data
 
   // {"order":..,"seed":..,"position":k}; restore() refuses a state of another order or seed.
   std::string state() const;

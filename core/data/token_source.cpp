@@ -30,11 +30,17 @@ std::mt19937_64 seeded_rng(std::initializer_list<uint64_t> words) {
 
 void TokenFile::map(const std::string& path) {
   path_ = path;
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   PLAIT_CHECK(fd >= 0, concat("[data] cannot open ", path, ": ", std::strerror(errno)),
               "data.path is relative to the config file that sets it");
   struct stat st {};
-  ::fstat(fd, &st);
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(concat("[data] ", path, " is ", stated && S_ISDIR(st.st_mode) ? "a folder" : "not a regular file",
+                       ", not a token file"),
+                "point data.path at the data file itself");
+  }
   mapping_bytes_ = static_cast<std::size_t>(st.st_size);
   if (mapping_bytes_ > 0) {
     mapping_ = ::mmap(nullptr, mapping_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -72,8 +78,10 @@ std::shared_ptr<TokenFile> TokenFile::open_tokens(const std::string& path) {
     f->format_ = header[1] == 1 ? "llm.c v1 (uint16)" : "llm.c v2 (uint32)";
     f->tokens_ = bytes + kLlmcHeaderBytes;
     f->count_ = header[2];
+    PLAIT_CHECK(f->count_ > 0, concat("[data] ", path, " is an llm.c token file whose header says it holds ", header[2], " tokens"),
+                "the file has no tokens: write it again with llm.c's tokenizer scripts");
     const std::size_t needed = kLlmcHeaderBytes + static_cast<std::size_t>(f->count_) * f->width_;
-    PLAIT_CHECK(f->count_ > 0 && needed <= f->mapping_bytes_,
+    PLAIT_CHECK(needed <= f->mapping_bytes_,
                 concat("[data] ", path, ": header says ", header[2], " tokens but the file holds ",
                        (f->mapping_bytes_ - kLlmcHeaderBytes) / f->width_),
                 "the file is truncated or its header is wrong");

@@ -27,6 +27,8 @@ class TokenFile {
   TokenFile& operator=(const TokenFile&) = delete;
 
   int64_t size() const { return count_; }
+  const void* data() const { return tokens_; }
+  int width() const { return width_; }  // bytes per token
   const std::string& path() const { return path_; }
   const char* format() const { return format_; }
   // Token at position i (0 <= i < size()).

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "plait/sdk/error.hpp"
@@ -196,6 +197,22 @@ std::vector<std::string> StoreAbortChannel::pending_operations() {
     if (auto p = store_.try_get(concat("pending/", r)); p && !p->empty()) out.push_back(concat("rank ", r, ": ", *p));
   }
   return out;
+}
+
+void report_rank_failure(JobStore& store, const RankFailure& failure) {
+  store.set(concat("failure/", failure.rank),
+            nlohmann::json{{"rank", failure.rank}, {"message", failure.message}, {"hint", failure.hint}}.dump());
+}
+
+std::optional<RankFailure> StoreAbortChannel::rank_failure(int rank) {
+  const auto text = store_.try_get(concat("failure/", rank));
+  if (!text) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(*text);
+    return RankFailure{j.at("rank").get<int>(), j.at("message").get<std::string>(), j.at("hint").get<std::string>()};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace plait

@@ -60,6 +60,10 @@ void join_all_ranks(JobStore& store, int rank, int world_size, std::chrono::mill
 void report_launcher_end(JobStore& store, int node_rank);
 std::vector<int> await_launcher_ends(JobStore& store, int nnodes, std::chrono::milliseconds timeout);
 
+// A rank that fails with one of plait's errors reports it, so that its launcher says the
+// rank's sentence instead of the tail of its log.
+void report_rank_failure(JobStore& store, const RankFailure& failure);
+
 // The abort channel of a job, over its store: a failure posted by any launcher stops the
 // launchers of every node; ranks publish what they wait for under "pending/<rank>".
 class StoreAbortChannel final : public AbortChannel {
@@ -68,6 +72,7 @@ class StoreAbortChannel final : public AbortChannel {
   void post(const std::string& reason) override;
   std::optional<std::string> poll() override;
   std::vector<std::string> pending_operations() override;
+  std::optional<RankFailure> rank_failure(int rank) override;
 
  private:
   JobStore& store_;

@@ -106,7 +106,9 @@ void take_output(Child& child, int console_rank) {
   while ((end = child.partial.find('\n', start)) != std::string::npos) {
     const std::string line = child.partial.substr(start, end - start);
     child.log << line << '\n';
-    if (child.launch.rank == console_rank) std::cout << line << '\n' << std::flush;
+    // A rank's own error lines stay in its log: the launcher reports the failure itself, once.
+    const bool error_line = line.rfind("error: ", 0) == 0 || line.rfind("  hint: ", 0) == 0;
+    if (child.launch.rank == console_rank && !error_line) std::cout << line << '\n' << std::flush;
     child.tail.push_back(line);
     if (child.tail.size() > kTailLines) child.tail.pop_front();
     start = end + 1;
@@ -220,6 +222,12 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
       stop_all(children, spec);
       finish();
+      // The first rank to end is the cause: in its own words when it said why, else with its log's last lines.
+      if (auto cause = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt) {
+        throw Error(cause->message, concat(cause->hint, cause->hint.empty() ? "" : "; ", "reported by rank ", cause->rank,
+                                           ", whose log is ", (std::filesystem::path(spec.run_dir) /
+                                                              concat("rank-", cause->rank, ".log")).string()));
+      }
       throw Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more");
     }
     bool any_running = false;

@@ -14,6 +14,13 @@
 
 namespace plait {
 
+// What a rank said when it failed with one of plait's errors (the rank's own sentence,
+// better than the last lines of its log).
+struct RankFailure {
+  int rank = 0;
+  std::string message, hint;
+};
+
 // How launchers of one job tell each other to stop (through the job's store).
 class AbortChannel {
  public:
@@ -22,6 +29,8 @@ class AbortChannel {
   virtual std::optional<std::string> poll() = 0;
   // What ranks reported they were waiting for, as "rank r: ..." lines (hang reports).
   virtual std::vector<std::string> pending_operations() { return {}; }
+  // What `rank` reported when it failed, if it did (a killed rank cannot).
+  virtual std::optional<RankFailure> rank_failure(int rank) { return std::nullopt; }
 };
 
 struct RankLaunch {

@@ -18,6 +18,7 @@ std::shared_ptr<spdlog::sinks::dist_sink_mt> fan_out() {
     auto console = std::make_shared<spdlog::sinks::stdout_sink_mt>();
     console->set_pattern("%v");
     dist->add_sink(console);
+    dist->set_level(spdlog::level::info);  // until configure_logging says otherwise
     return dist;
   }();
   return sink;
@@ -42,6 +43,9 @@ class SpdLogger final : public Logger {
  public:
   explicit SpdLogger(const std::string& name) : logger_(std::make_shared<spdlog::logger>(name, fan_out())) {
     logger_->set_level(spdlog::level::trace);  // the fan-out sink's level decides
+    // Every line reaches the files at once: a rank that is killed leaves its log up to its
+    // last line (a step's few lines cost nothing to flush).
+    logger_->flush_on(spdlog::level::trace);
   }
   void write(LogLevel level, std::string_view message) override {
     const auto lvl = to_spdlog(level);

@@ -1,5 +1,7 @@
 #include "model/model_spec.hpp"
 
+#include <map>
+
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -31,6 +33,59 @@ const std::vector<NamedSize>& named_sizes() {
   return sizes;
 }
 
+std::string model_place(const Options& model, const std::string& key) {
+  if (key == "family" || !model.has("size")) return model.where(key);
+  const bool gpt2 = model.has("family") && model.get<std::string>("family") == "gpt2";
+  if (gpt2 && key == "ffn_hidden") return model_place(model, "n_embd");  // 4 * n_embd
+  if (gpt2 && key == "n_kv_head") return model_place(model, "n_head");
+  if (!model.has(key) || (model.is_default(key) && !model.is_default("size"))) {
+    return concat(model.where("size"), " (size = \"", model.get<std::string>("size"), "\")");
+  }
+  return model.where(key);
+}
+
+Options model_dimensions(const ModelSpec& spec, const Options& model) {
+  const std::map<std::string, OptionValue> values = {
+      {"family", spec.family},         {"n_layer", spec.n_layer},       {"n_head", spec.n_head},
+      {"n_kv_head", spec.n_kv_head},   {"n_embd", spec.n_embd},         {"ffn_hidden", spec.ffn_hidden},
+      {"vocab_size", spec.vocab_size}, {"block_size", spec.block_size},
+  };
+  std::map<std::string, std::string> places;
+  std::map<std::string, bool> defaults;
+  for (const auto& [key, value] : values) {
+    places[key] = model_place(model, key);
+    defaults[key] = (!model.has(key) || model.is_default(key)) && model.is_default("size");
+  }
+  return Options("model", values, std::move(places), std::move(defaults));
+}
+
+namespace {
+
+// The place of whichever of two dimensions the config sets (a message about both starts there).
+std::string either_place(const Options& model, const std::string& a, const std::string& b) {
+  return model.has(a) && !model.is_default(a) ? model_place(model, a) : model_place(model, b);
+}
+
+void check_dimensions(const ModelSpec& spec, const Options& model) {
+  PLAIT_CHECK(spec.dropout < 1.0,
+              concat(model.where("dropout"), ": [model] dropout is ", spec.dropout, ": every element would be dropped"),
+              "choose a probability below 1 (0 turns dropout off)");
+  PLAIT_CHECK(spec.n_embd % spec.n_head == 0,
+              concat(either_place(model, "n_embd", "n_head"), ": [model] n_embd ", spec.n_embd,
+                     " is not a multiple of n_head ", spec.n_head),
+              "choose n_embd = n_head * head size");
+  PLAIT_CHECK(spec.n_head % spec.n_kv_head == 0,
+              concat(either_place(model, "n_kv_head", "n_head"), ": [model] n_kv_head ", spec.n_kv_head,
+                     " does not divide n_head ", spec.n_head),
+              "set [model] n_kv_head to a divisor of n_head (grouped-query attention shares each key/value head)");
+  PLAIT_CHECK(spec.family != "llama" || spec.head_dim() % 2 == 0,
+              concat(either_place(model, "n_embd", "n_head"), ": [model] llama needs an even head size for RoPE, got ",
+                     spec.head_dim()),
+              "choose n_embd / n_head even");
+}
+
+}  // namespace
+
 ModelSpec resolve_model_spec(const Options& model) {
   const std::string family = model.get<std::string>("family");
   const std::string size = model.get<std::string>("size");
@@ -42,11 +97,12 @@ ModelSpec resolve_model_spec(const Options& model) {
       found = true;
     }
   }
-  PLAIT_CHECK(found, concat("[model] no size '", size, "' for family ", family), "`plait models` lists the sizes");
-
+  PLAIT_CHECK(found, concat(model.where("size"), ": [model] no size '", size, "' for family ", family),
+              "`plait models` lists the sizes");
   for (const char* llama_only : {"n_kv_head", "ffn_hidden", "rope_theta"}) {
     PLAIT_CHECK(family == "llama" || !model.has(llama_only),
-                concat("[model] ", llama_only, " applies to the llama family only, not ", family),
+                concat(model.where(llama_only), ": [model] ", llama_only, " applies to the llama family only, not ",
+                       family),
                 concat("remove ", llama_only, " or set family = \"llama\""));
   }
   if (auto v = model.find<int64_t>("n_layer")) spec.n_layer = *v;
@@ -64,18 +120,7 @@ ModelSpec resolve_model_spec(const Options& model) {
   spec.attention = model.get<std::string>("attention");
   if (auto v = model.find<double>("norm_eps")) spec.norm_eps = *v;
   spec.dropout = model.get<double>("dropout");
-
-  PLAIT_CHECK(spec.dropout < 1.0, concat("[model] dropout is ", spec.dropout, ": every element would be dropped"),
-              "choose a probability below 1 (0 turns dropout off)");
-  PLAIT_CHECK(spec.n_embd % spec.n_head == 0,
-              concat("[model] n_embd ", spec.n_embd, " is not a multiple of n_head ", spec.n_head),
-              "choose n_embd = n_head * head size");
-  PLAIT_CHECK(spec.n_head % spec.n_kv_head == 0,
-              concat("[model] n_kv_head ", spec.n_kv_head, " does not divide n_head ", spec.n_head),
-              "set [model] n_kv_head to a divisor of n_head (grouped-query attention shares each key/value head)");
-  PLAIT_CHECK(family != "llama" || spec.head_dim() % 2 == 0,
-              concat("[model] llama needs an even head size for RoPE, got ", spec.head_dim()),
-              "choose n_embd / n_head even");
+  check_dimensions(spec, model);
   return spec;
 }
 

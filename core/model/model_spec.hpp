@@ -39,8 +39,18 @@ struct NamedSize {
 
 const std::vector<NamedSize>& named_sizes();
 
-// The size named in [model] with its overrides applied, checked for consistency.
+// The size named in [model] with its overrides applied, checked for consistency; errors
+// start at the config line to change.
 ModelSpec resolve_model_spec(const Options& model_table);
+
+// Where a model dimension was set, for the front of a message: its own line when the
+// config sets it, else the line of the `size` that filled it in.
+std::string model_place(const Options& model_table, const std::string& key);
+
+// Every resolved dimension (family, n_layer, n_head, n_kv_head, n_embd, ffn_hidden,
+// vocab_size, block_size) as a table whose places are model_place's: what a plugin's
+// check sees (plait/sdk/run_check.hpp).
+Options model_dimensions(const ModelSpec& spec, const Options& model_table);
 
 // Trainable parameters, from the dimensions alone.
 int64_t closed_form_params(const ModelSpec& spec);

@@ -27,7 +27,13 @@ PluginInstance<Interface> make_plugin(const PluginRegistry& registry, const Opti
   p.plugin = std::static_pointer_cast<Interface>(registry.create(*registry.find(name)));
   p.log = make_logger("plugin." + name);
   p.metrics = step_metrics.for_plugin(name);
-  p.context = {name, &own_table, p.log.get(), p.metrics.get(), rank, world_size, tracking_memory_domain()};
+  p.context = {.plugin_name = name,
+               .options = &own_table,
+               .log = p.log.get(),
+               .metrics = p.metrics.get(),
+               .rank = rank,
+               .world_size = world_size,
+               .memory = tracking_memory_domain()};
   return p;
 }
 

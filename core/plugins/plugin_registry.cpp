@@ -69,12 +69,16 @@ PluginRegistry PluginRegistry::discover(const std::vector<SearchDir>& dirs, cons
   std::set<fs::path> seen;
   for (const auto& dir : dirs) {
     std::error_code ec;
-    if (!fs::is_directory(dir.path, ec)) {
-      if (dir.origin != "built-in" && dir.origin != "PLAIT_PLUGIN_PATH") {
-        throw Error(concat(dir.origin, ": plugin folder does not exist: ", dir.path),
-                    "[plugins].paths are relative to the config file that names them");
+    const fs::file_status status = fs::status(dir.path, ec);
+    if (!fs::is_directory(status)) {
+      if (dir.origin == "built-in") continue;  // an SDK-only install has none
+      const std::string what = fs::exists(status) ? "is a file, not a folder" : "does not exist";
+      if (dir.origin == "PLAIT_PLUGIN_PATH") {
+        throw Error(concat("PLAIT_PLUGIN_PATH names a plugin folder that ", what, ": ", dir.path),
+                    "PLAIT_PLUGIN_PATH is a ':'-separated list of folders holding libplait_plugin_*.so; fix or unset it");
       }
-      continue;
+      throw Error(concat(dir.origin, ": plugin folder ", what, ": ", dir.path),
+                  "[plugins].paths are folders holding libplait_plugin_*.so, relative to the config file that names them");
     }
     std::vector<fs::path> files;
     for (const auto& entry : fs::directory_iterator(dir.path)) {

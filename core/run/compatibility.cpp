@@ -17,25 +17,28 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
   struct Need {
     bool when;
     const char* capability;
-    std::string what;  // the other side of the combination
+    std::string what;   // the other side of the combination
+    std::string place;  // where that side was set
   };
   const std::vector<Need> needs = {
       {train.get<int64_t>("grad_accum") > 1, capability::grad_accum,
-       concat("train.grad_accum = ", train.get<int64_t>("grad_accum"))},
-      {train.get<std::string>("dtype") == "bfloat16", capability::bf16, "train.dtype = \"bfloat16\""},
-      {train.get<std::string>("dtype") == "float64", capability::float64, "train.dtype = \"float64\""},
-      {parallel.get<int64_t>("dp") != 1, capability::multi_rank, concat("parallel.dp = ", parallel.get<int64_t>("dp"))},
+       concat("train.grad_accum = ", train.get<int64_t>("grad_accum")), train.where("grad_accum")},
+      {train.get<std::string>("dtype") == "bfloat16", capability::bf16, "train.dtype = \"bfloat16\"", train.where("dtype")},
+      {train.get<std::string>("dtype") == "float64", capability::float64, "train.dtype = \"float64\"", train.where("dtype")},
+      {parallel.get<int64_t>("dp") != 1, capability::multi_rank, concat("parallel.dp = ", parallel.get<int64_t>("dp")),
+       parallel.where("dp")},
       {parallel.get<std::string>("pipeline") != "none", capability::pipeline,
-       concat("pipeline plugin '", parallel.get<std::string>("pipeline"), "'")},
+       concat("pipeline plugin '", parallel.get<std::string>("pipeline"), "'"), parallel.where("pipeline")},
       {parallel.get<std::string>("tensor") != "none", capability::tensor,
-       concat("tensor plugin '", parallel.get<std::string>("tensor"), "'")},
+       concat("tensor plugin '", parallel.get<std::string>("tensor"), "'"), parallel.where("tensor")},
       {parallel.get<std::string>("offload") != "none", capability::offload,
-       concat("offload plugin '", parallel.get<std::string>("offload"), "'")},
+       concat("offload plugin '", parallel.get<std::string>("offload"), "'"), parallel.where("offload")},
   };
   for (const auto& need : needs) {
     if (need.when && !dp.has_capability(need.capability)) {
-      throw Error(concat(data->source.describe(), ": data plugin '", dp.name, "' cannot be combined with ", need.what,
-                         ": it lacks the capability '", need.capability, "'"),
+      // Lead with the side the user chose: the data plugin, unless it is the default.
+      throw Error(concat(data->is_default() ? need.place : data->place, ": data plugin '", dp.name,
+                         "' cannot be combined with ", need.what, ": it lacks the capability '", need.capability, "'"),
                   concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
     }
   }

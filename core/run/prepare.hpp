@@ -1,6 +1,6 @@
 #pragma once
 // Everything `plait run` and `plait config` check before a single file is written:
-// config, plugins, schemas, combination, model dimensions, data settings.
+// config, plugins, schemas, combination, model dimensions, the mesh, the data.
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,10 +35,15 @@ struct PreparedRun {
   PipelinePlan pipeline;
 };
 
-// `known_world` is the number of processes when the command line or the environment
-// says it (0: not known, so the mesh degrees decide it).
+// The one check path of `plait run`, `plait check` and `plait config validate`: every
+// check the config, the mesh and the files allow, in the order a reader would fix them
+// (config, plugins, model, devices and numbers, mesh, schedule, the plugins' own checks,
+// data). Nothing is written. `known_world` is the number of processes when the command
+// line or the environment says it (0: not known, so the mesh degrees decide it).
+// `scan_data`: read every token of the data file (a rank started by plait's launcher
+// skips it: its launcher just did).
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
-                        int known_world = 0);
+                        int known_world = 0, bool scan_data = true);
 
 // The registry without a config (for `plait plugins`).
 PluginRegistry discover_plugins(const std::vector<SearchDir>& extra = {});

@@ -16,6 +16,7 @@
 namespace plait {
 
 struct PipelinePlan;
+class RunStatus;
 
 struct RunPlan {
   const ResolvedConfig* config = nullptr;
@@ -27,6 +28,7 @@ struct RunPlan {
   int local_world_size = 1;  // ranks on this machine, to share its cores
   int local_rank = 0;
   int bound_cores = 0;  // the cores this rank is bound to ([distributed] bind_cores); 0: not bound
+  RunStatus* status = nullptr;  // the run's status.json, when this rank reports its steps there
 };
 
 struct RunSummary {

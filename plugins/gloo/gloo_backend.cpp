@@ -1,6 +1,7 @@
 // The CPU communicator: LibTorch's c10d ProcessGroupGloo behind plait's Communicator.
 // Rendezvous goes through the job's TCP store under the group's own key prefix.
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -43,6 +44,18 @@ std::string local_address_towards(const std::string& host, int port) {
 
 class GlooBackend final : public plait::CommBackend {
  public:
+  void check(const plait::RunCheck& run) const override {
+    PLAIT_CHECK(run.train->get<std::string>("device") == "cpu",
+                plait::concat(run.train->where("device"), ": [train] device = \"", run.train->get<std::string>("device"),
+                              "\", but the gloo communicator ([parallel] comm = \"gloo\") moves CPU tensors"),
+                "set [parallel] comm = \"nccl\" for GPUs");
+    if (auto name = run.own->find<std::string>("interface")) {
+      PLAIT_CHECK(::if_nametoindex(name->c_str()) != 0,
+                  plait::concat(run.own->where("interface"), ": [gloo] interface = \"", *name,
+                                "\": this machine has no network interface of that name"),
+                  "`ip link` lists the interfaces; leave the key out to use the one that routes to the master");
+    }
+  }
   void configure(const plait::PluginContext& context) override {
     threads_ = static_cast<int>(context.options->get<int64_t>("threads"));
     interface_ = context.options->find<std::string>("interface").value_or("");

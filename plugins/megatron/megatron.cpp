@@ -62,6 +62,17 @@ class MegatronFactory final : public plait::LayerFactory {
 
 class Megatron final : public plait::TensorParallel {
  public:
+  // The layers' own widths are checked when the core builds the model's shapes through
+  // this factory before launch; what only a forward would find is checked here.
+  void check(const plait::RunCheck& run) const override {
+    const int64_t tp = run.parallel->get<int64_t>("tp"), positions = run.data->get<int64_t>("seq_len");
+    PLAIT_CHECK(!run.own->get<bool>("sequence_parallel") || positions % tp == 0,
+                plait::concat(run.data->where("seq_len"), ": megatron: sequence_parallel splits each sequence over the ",
+                              tp, " tensor-parallel ranks, but a batch holds ", positions, " positions ([parallel] tp, ",
+                              run.parallel->where("tp"), ")"),
+                "set [data] seq_len to a multiple of parallel.tp, or [megatron] sequence_parallel = false");
+  }
+
   std::shared_ptr<plait::LayerFactory> layer_factory(const plait::TensorParallelSetup& setup) override {
     TpPlace tp;
     tp.group = setup.tp_group;

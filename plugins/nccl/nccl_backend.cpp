@@ -34,6 +34,12 @@ namespace {
 
 class NcclBackend final : public plait::CommBackend {
  public:
+  void check(const plait::RunCheck& run) const override {
+    PLAIT_CHECK(run.train->get<std::string>("device") == "cuda",
+                plait::concat(run.train->where("device"), ": [train] device = \"", run.train->get<std::string>("device"),
+                              "\", but the nccl communicator ([parallel] comm = \"nccl\") moves CUDA tensors"),
+                "set [train] device = \"cuda\", or [parallel] comm = \"gloo\" on the CPU");
+  }
   void configure(const plait::PluginContext& context) override {
     high_priority_ = context.options->get<bool>("high_priority_stream");
   }

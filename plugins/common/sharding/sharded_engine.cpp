@@ -36,6 +36,18 @@ std::size_t find_root(std::vector<std::size_t>& parent, std::size_t x) {
   return x;
 }
 
+// Parameters live where the optimizer updates them, and only sharded ones can move.
+void require_offload_fits(const ShardingPlan& plan, const Offload& offload) {
+  if (!offload.offloads(StateRole::param)) return;
+  PLAIT_CHECK(offload.offloads(StateRole::optimizer),
+              concat(plan.plugin, ": the offload plugin offloads parameters but not the optimizer"),
+              "parameters are updated where the optimizer runs: offload both");
+  PLAIT_CHECK(plan.stage == 3,
+              concat(plan.plugin, ": parameters can be offloaded only when they are sharded (stage 3); this is stage ",
+                     plan.stage),
+              "set the offload plugin's `params = false`, or use stage 3");
+}
+
 }  // namespace
 
 OpTag ShardedEngine::tag(const char* phase, const std::string& unit) const {
@@ -49,6 +61,45 @@ void ShardedEngine::on_host_if(bool host, F&& work) {
   } else {
     work();
   }
+}
+
+void ShardedEngine::check(const RunCheck& run) const {
+  const ShardingPlan plan = make_plan(*run.own);
+  const int64_t dp = run.parallel->get<int64_t>("dp");
+  PLAIT_CHECK(plan.shard_size == 0 || dp % plan.shard_size == 0,
+              concat(run.own->where("shard_size"), ": ", plan.plugin, ": shard_size ", plan.shard_size,
+                     " does not divide the data-parallel degree ", dp, " ([parallel] dp, ", run.parallel->where("dp"), ")"),
+              "hybrid sharding shards within groups of shard_size ranks: choose a divisor of dp, or 0 to shard across "
+              "all of them");
+  if (run.offload != nullptr) {
+    at_place(run.parallel->where("offload"), [&] { require_offload_fits(plan, *run.offload); });
+  }
+}
+
+// The whole dp group shards; or (hybrid) a shard group within and a replica group across.
+void ShardedEngine::make_communicators(const DataParallelSetup& setup) {
+  Communicator* dp = setup.dp_group;
+  const int dp_size = dp ? dp->size() : 1, dp_rank = dp ? dp->rank() : 0;
+  const int64_t shard_size = plan_.shard_size > 0 ? plan_.shard_size : dp_size;
+  PLAIT_CHECK(dp_size % shard_size == 0,
+              concat(plan_.plugin, ": shard_size ", plan_.shard_size, " does not divide the data-parallel degree ", dp_size),
+              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
+  shard_comm_ = dp;
+  if (dp != nullptr && shard_size < dp_size) {
+    PLAIT_CHECK(setup.groups != nullptr, concat(plan_.plugin, ": hybrid sharding needs subgroups, and the runtime offers none"), "");
+    const int replicas = dp_size / static_cast<int>(shard_size);
+    const int my_shard_group = dp_rank / static_cast<int>(shard_size);
+    const int my_index = dp_rank % static_cast<int>(shard_size);
+    std::vector<int> members(static_cast<std::size_t>(shard_size));
+    for (int i = 0; i < shard_size; ++i) members[static_cast<std::size_t>(i)] = my_shard_group * static_cast<int>(shard_size) + i;
+    shard_comm_ = setup.groups->subgroup(concat(plan_.plugin, ".shard.", my_shard_group), members);
+    std::vector<int> replica(static_cast<std::size_t>(replicas));
+    for (int r = 0; r < replicas; ++r) replica[static_cast<std::size_t>(r)] = r * static_cast<int>(shard_size) + my_index;
+    replica_comm_ = setup.groups->subgroup(concat(plan_.plugin, ".replica.", my_index), replica);
+  }
+  shard_rank_ = shard_comm_ ? shard_comm_->rank() : 0;
+  shard_count_ = shard_comm_ ? shard_comm_->size() : 1;
+
 }
 
 void ShardedEngine::setup(const DataParallelSetup& setup) {
@@ -72,45 +123,17 @@ void ShardedEngine::setup(const DataParallelSetup& setup) {
     offload_optimizer_ = offload_->offloads(StateRole::optimizer);
     offload_grads_ = offload_->offloads(StateRole::grad);
     offload_params_ = offload_->offloads(StateRole::param);
-    PLAIT_CHECK(!offload_params_ || offload_optimizer_,
-                concat(plan_.plugin, ": the offload plugin offloads parameters but not the optimizer"),
-                "parameters are updated where the optimizer runs: offload both");
-    PLAIT_CHECK(!offload_params_ || plan_.stage == 3,
-                concat(plan_.plugin, ": parameters can be offloaded only when they are sharded (stage 3); this is stage ",
-                       plan_.stage),
-                "set the offload plugin's `params = false`, or use stage 3");
+    require_offload_fits(plan_, *offload_);
   }
 
-  // Communicators: the whole dp group, or (hybrid) a shard group and a replica group.
-  Communicator* dp = setup.dp_group;
-  const int dp_size = dp ? dp->size() : 1, dp_rank = dp ? dp->rank() : 0;
-  const int64_t shard_size = plan_.shard_size > 0 ? plan_.shard_size : dp_size;
-  PLAIT_CHECK(dp_size % shard_size == 0,
-              concat(plan_.plugin, ": shard_size ", plan_.shard_size, " does not divide the data-parallel degree ", dp_size),
-              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
-  shard_comm_ = dp;
-  if (dp != nullptr && shard_size < dp_size) {
-    PLAIT_CHECK(setup.groups != nullptr, concat(plan_.plugin, ": hybrid sharding needs subgroups, and the runtime offers none"), "");
-    const int replicas = dp_size / static_cast<int>(shard_size);
-    const int my_shard_group = dp_rank / static_cast<int>(shard_size);
-    const int my_index = dp_rank % static_cast<int>(shard_size);
-    std::vector<int> members(static_cast<std::size_t>(shard_size));
-    for (int i = 0; i < shard_size; ++i) members[static_cast<std::size_t>(i)] = my_shard_group * static_cast<int>(shard_size) + i;
-    shard_comm_ = setup.groups->subgroup(concat(plan_.plugin, ".shard.", my_shard_group), members);
-    std::vector<int> replica(static_cast<std::size_t>(replicas));
-    for (int r = 0; r < replicas; ++r) replica[static_cast<std::size_t>(r)] = r * static_cast<int>(shard_size) + my_index;
-    replica_comm_ = setup.groups->subgroup(concat(plan_.plugin, ".replica.", my_index), replica);
-  }
-  shard_rank_ = shard_comm_ ? shard_comm_->rank() : 0;
-  shard_count_ = shard_comm_ ? shard_comm_->size() : 1;
-
+  make_communicators(setup);
   make_groups(*setup.model);
-  if (dp != nullptr && plan_.broadcast_init) {
+  if (setup.dp_group != nullptr && plan_.broadcast_init) {
     for (auto& g : groups_) {
       BroadcastOptions o;
       o.root = 0;
       o.tag = tag("broadcast-init", g.name);
-      dp->broadcast(g.full, o)->wait();
+      setup.dp_group->broadcast(g.full, o)->wait();
     }
   }
   for (auto& g : groups_) flatten(g);
@@ -128,76 +151,94 @@ void ShardedEngine::setup(const DataParallelSetup& setup) {
                                : std::string());
 }
 
-void ShardedEngine::make_groups(const StageModel& model) {
-  std::map<const void*, std::size_t> index_of;
+namespace {
+
+// Which unit holds each parameter (by index into `params`), and each unit's parameters.
+struct UnitParams {
+  std::vector<int> unit_of_param;
+  std::vector<std::vector<std::size_t>> of_unit;
   std::map<std::string, std::size_t> index_by_name;
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    index_of[params_[i].tensor.unsafeGetTensorImpl()] = i;
-    index_by_name[params_[i].name] = i;
+};
+
+UnitParams unit_params(const StageModel& model, const std::vector<ParamRef>& params) {
+  UnitParams out;
+  std::map<const void*, std::size_t> index_of;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    index_of[params[i].tensor.unsafeGetTensorImpl()] = i;
+    out.index_by_name[params[i].name] = i;
   }
-  const std::size_t units = model.units.size();
-  std::vector<int> unit_of_param(params_.size(), -1);
-  std::vector<std::vector<std::size_t>> unit_params(units);
-  for (std::size_t u = 0; u < units; ++u) {
+  out.unit_of_param.assign(params.size(), -1);
+  out.of_unit.resize(model.units.size());
+  for (std::size_t u = 0; u < model.units.size(); ++u) {
     for (const auto& p : model.units[u].unit->named_parameters(/*recurse=*/true)) {
       const std::size_t i = index_of.at(p.value().unsafeGetTensorImpl());
-      unit_of_param[i] = static_cast<int>(u);
-      unit_params[u].push_back(i);
+      out.unit_of_param[i] = static_cast<int>(u);
+      out.of_unit[u].push_back(i);
     }
   }
+  return out;
+}
+
+// Units that read each other's parameters (a tied head and its embedding) must be
+// gathered together: the sets of such units, in order of their first unit.
+std::vector<std::vector<std::size_t>> units_sharing_parameters(const StageModel& model, const UnitParams& up,
+                                                               const std::string& plugin) {
+  const std::size_t units = model.units.size();
   std::vector<std::size_t> parent(units);
   std::iota(parent.begin(), parent.end(), 0);
   for (std::size_t u = 0; u < units; ++u) {
     for (const auto& name : model.units[u].borrowed) {
-      auto it = index_by_name.find(name);
-      PLAIT_CHECK(it != index_by_name.end(),
-                  concat(plan_.plugin, ": unit ", model.units[u].prefix, " borrows '", name, "', which no unit owns"),
+      auto it = up.index_by_name.find(name);
+      PLAIT_CHECK(it != up.index_by_name.end(),
+                  concat(plugin, ": unit ", model.units[u].prefix, " borrows '", name, "', which no unit owns"),
                   "the model builder's `borrowed` list must name parameters of other units");
-      const auto owner = static_cast<std::size_t>(unit_of_param[it->second]);
+      const auto owner = static_cast<std::size_t>(up.unit_of_param[it->second]);
       parent[find_root(parent, u)] = find_root(parent, owner);
     }
   }
-  // Unit sets in order of their first unit; then small parameters out (stage 3), then
-  // consecutive sets merged up to the cap.
   std::map<std::size_t, std::vector<std::size_t>> by_root;
   for (std::size_t u = 0; u < units; ++u) by_root[find_root(parent, u)].push_back(u);
   std::vector<std::vector<std::size_t>> sets;
   for (auto& [root, members] : by_root) sets.push_back(members);
   std::sort(sets.begin(), sets.end(), [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  return sets;
+}
 
-  struct Draft {
-    std::vector<std::size_t> params;
-    int first = 0, last = 0;
-    bool persistent = false;
-    std::string name;
+struct GroupDraft {
+  std::vector<std::size_t> params;
+  int first = 0, last = 0;
+  bool persistent = false;
+  std::string name;
+};
+
+// One draft per unit set; under stage 3 small parameters go to one persistent group;
+// consecutive sets are merged up to the plan's cap.
+std::vector<GroupDraft> draft_groups(const StageModel& model, const std::vector<std::vector<std::size_t>>& sets,
+                                     const UnitParams& up, const std::vector<ParamRef>& params, const ShardingPlan& plan,
+                                     int64_t element_bytes) {
+  std::vector<GroupDraft> drafts;
+  GroupDraft persistent{{}, 0, static_cast<int>(model.units.size()) - 1, true, "persistent"};
+  auto bytes = [&](const GroupDraft& x) {
+    int64_t n = 0;
+    for (std::size_t i : x.params) n += params[i].tensor.numel() * element_bytes;
+    return n;
   };
-  std::vector<Draft> drafts;
-  Draft persistent{{}, 0, static_cast<int>(units) - 1, true, "persistent"};
-  const int64_t element = c10::elementSize(working_dtype_);
+  const auto cap = static_cast<int64_t>(plan.group_cap_mb * 1024 * 1024);
   for (const auto& set : sets) {
-    Draft d;
+    GroupDraft d;
     d.first = static_cast<int>(set.front());
     d.last = static_cast<int>(set.back());
     for (std::size_t u : set) {
       const std::string& prefix = model.units[u].prefix;
       d.name += (d.name.empty() ? "" : "+") + (prefix.empty() ? concat("unit", u) : prefix.substr(0, prefix.size() - 1));
-      for (std::size_t i : unit_params[u]) {
-        if (plan_.stage == 3 && params_[i].tensor.numel() < plan_.persistence_threshold) {
-          persistent.params.push_back(i);
-        } else {
-          d.params.push_back(i);
-        }
+      for (std::size_t i : up.of_unit[u]) {
+        const bool small = plan.stage == 3 && params[i].tensor.numel() < plan.persistence_threshold;
+        (small ? persistent : d).params.push_back(i);
       }
     }
     if (d.params.empty()) continue;
-    auto bytes = [&](const Draft& x) {
-      int64_t n = 0;
-      for (std::size_t i : x.params) n += params_[i].tensor.numel() * element;
-      return n;
-    };
-    const auto cap = static_cast<int64_t>(plan_.group_cap_mb * 1024 * 1024);
     if (!drafts.empty() && cap > 0 && bytes(drafts.back()) + bytes(d) <= cap) {
-      Draft& prev = drafts.back();
+      GroupDraft& prev = drafts.back();
       prev.params.insert(prev.params.end(), d.params.begin(), d.params.end());
       prev.first = std::min(prev.first, d.first);
       prev.last = std::max(prev.last, d.last);
@@ -207,10 +248,18 @@ void ShardedEngine::make_groups(const StageModel& model) {
     }
   }
   if (!persistent.params.empty()) drafts.push_back(std::move(persistent));
+  return drafts;
+}
 
+}  // namespace
+
+void ShardedEngine::make_groups(const StageModel& model) {
+  const UnitParams up = unit_params(model, params_);
+  const auto sets = units_sharing_parameters(model, up, plan_.plugin);
+  const auto drafts = draft_groups(model, sets, up, params_, plan_, c10::elementSize(working_dtype_));
   group_of_param_.assign(params_.size(), 0);
   at::NoGradGuard no_grad;
-  for (auto& d : drafts) {
+  for (const auto& d : drafts) {
     FlatGroup g;
     g.name = d.name;
     g.params = d.params;
@@ -232,13 +281,13 @@ void ShardedEngine::make_groups(const StageModel& model) {
   }
   // A unit gathers the sharded group of its own parameters, or of those it borrows;
   // -1: nothing of it is sharded.
-  group_of_unit_.assign(units, -1);
-  for (std::size_t u = 0; u < units; ++u) {
-    for (std::size_t i : unit_params[u]) {
+  group_of_unit_.assign(model.units.size(), -1);
+  for (std::size_t u = 0; u < model.units.size(); ++u) {
+    for (std::size_t i : up.of_unit[u]) {
       if (groups_[group_of_param_[i]].sharded_params) group_of_unit_[u] = static_cast<long>(group_of_param_[i]);
     }
     for (const auto& name : model.units[u].borrowed) {
-      const std::size_t owner = group_of_param_[index_by_name.at(name)];
+      const std::size_t owner = group_of_param_[up.index_by_name.at(name)];
       if (group_of_unit_[u] < 0 && groups_[owner].sharded_params) group_of_unit_[u] = static_cast<long>(owner);
     }
   }

@@ -26,6 +26,8 @@ namespace plait::sharding {
 
 class ShardedEngine : public DataParallel {
  public:
+  // What the plan and the offload plugin allow, refused before launch (the same rules as setup's).
+  void check(const RunCheck& run) const override;
   void setup(const DataParallelSetup& setup) override;
   void before_microbatch(const MicrobatchInfo& mb) override;
   void after_backward(const MicrobatchInfo& mb) override;
@@ -52,6 +54,7 @@ class ShardedEngine : public DataParallel {
     at::Tensor input, output;
   };
 
+  void make_communicators(const DataParallelSetup& setup);
   void make_groups(const StageModel& model);
   void flatten(FlatGroup& g);
   void wrap_units(StageModel& model);

@@ -33,6 +33,18 @@ std::string concat(const Args&... args) {
   return out.str();
 }
 
+// Checks deep in the code know what is wrong but not which config line asked for it;
+// their caller does: at_place runs `fn`, and a plait::Error it throws comes out as
+// "<place>: <message>", hint and origin kept.
+template <class Fn>
+auto at_place(const std::string& place, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw Error(place + ": " + e.what(), e.hint(), e.origin());
+  }
+}
+
 }  // namespace plait
 
 // Fail fast with a message and a hint; the source file and line become the origin.

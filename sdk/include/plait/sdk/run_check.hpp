@@ -11,6 +11,8 @@
 
 namespace plait {
 
+class Offload;  // offload.hpp
+
 struct RunCheck {
   // The plugin's own table.
   const Options* own = nullptr;
@@ -22,6 +24,8 @@ struct RunCheck {
   // [data], with seq_len resolved (the model's block_size when unset).
   const Options* data = nullptr;
   const Options* train = nullptr;
+  // The chosen offload plugin, configured (what it offloads: Offload::offloads), or null.
+  const Offload* offload = nullptr;
 };
 
 }  // namespace plait

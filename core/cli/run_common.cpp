@@ -1,0 +1,108 @@
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/headeronly/version.h>
+
+#include "cli/run_modes.hpp"
+#include "data/make_sampler.hpp"
+#include "log/logging.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/run_folder.hpp"
+#include "run/run_status.hpp"
+
+namespace plait::cli {
+namespace fs = std::filesystem;
+
+std::vector<std::string> RunArgs::overrides() const {
+  std::vector<std::string> out = sets;
+  if (steps) out.push_back(concat("train.steps=", *steps));
+  return out;
+}
+
+LaunchRequest launch_request(const RunArgs& args) {
+  return {.config = args.config,
+          .out = args.out,
+          .nnodes = args.nnodes,
+          .node_rank = args.node_rank,
+          .nproc_per_node = args.nproc_per_node,
+          .master_addr = args.master_addr,
+          .master_port = args.master_port};
+}
+
+void warn_on_lock_drift(const PreparedRun& prep) {
+  const Options& lock = prep.config->table("lock");
+  if (auto v = lock.find<std::string>("plait_version"); v && *v != PLAIT_VERSION) {
+    core_log().warn("this lock file was written by plait ", *v, "; this is plait ", PLAIT_VERSION);
+  }
+  if (auto v = lock.find<std::string>("torch_version"); v && *v != TORCH_VERSION) {
+    core_log().warn("this lock file was written with LibTorch ", *v, "; this build uses ", TORCH_VERSION);
+  }
+  if (auto v = lock.find<int64_t>("params"); v && *v != closed_form_params(prep.model)) {
+    core_log().warn("this lock file records ", *v, " parameters; the model now has ", closed_form_params(prep.model));
+  }
+}
+
+std::string lock_text(const PreparedRun& prep) {
+  const Options& train = prep.config->table("train");
+  const int64_t seq_len = resolve_seq_len(prep.config->table("data"), prep.model);
+  std::string text = concat("# config.lock.toml: the resolved config of this run, every default filled in.\n",
+                            "# Written by plait ", PLAIT_VERSION, " at ", utc_now(), " from ", prep.loaded.path,
+                            ".\n# Run it again with: plait run <this file>\n\n");
+  text += prep.config->to_toml(/*provenance=*/false);
+  text += concat("\n[lock]\nplait_version = \"", PLAIT_VERSION, "\"\ntorch_version = \"", TORCH_VERSION,
+                 "\"\nparams = ", closed_form_params(prep.model),
+                 "\nflops_per_token = ", ConfigValue::of(flops_per_token(prep.model, seq_len)).to_toml(),
+                 "\npeak_flops = ", ConfigValue::of(train.get<double>("peak_flops")).to_toml(),
+                 "\nworld_size = ", prep.world_size, "\n");
+  return text;
+}
+
+void write_lock(const PreparedRun& prep, const std::string& folder) {
+  write_file_atomically((fs::path(folder) / "config.lock.toml").string(), lock_text(prep));
+}
+
+std::string summary_from_metrics(const std::string& run_dir, double seconds) {
+  std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
+  std::string line;
+  double first = 0.0, last = 0.0;
+  int64_t steps = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    const double loss = record.at("loss").is_number() ? record.at("loss").get<double>() : std::nan("");
+    if (steps++ == 0) first = loss;
+    last = loss;
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "done: loss %.4f -> %.4f over %lld steps in %.1f s", first, last,
+                static_cast<long long>(steps), seconds);
+  return buf;
+}
+
+RunPlan run_plan(const PreparedRun& prep, const std::string& folder, World* world, RunStatus* status) {
+  return {.config = prep.config.get(),
+          .registry = prep.registry.get(),
+          .model = prep.model,
+          .pipeline = &prep.pipeline,
+          .out_dir = folder,
+          .world = world,
+          .status = status};
+}
+
+RunSummary train_logged(const RunPlan& plan) {
+  try {
+    return run_training(plan);
+  } catch (const Error& e) {
+    write_log_files(LogLevel::error, concat("run failed: ", e.what()));
+    flush_logs();
+    throw Error(e.what(), e.hint(), e.origin());
+  } catch (const std::exception& e) {
+    write_log_files(LogLevel::error, concat("run failed: ", e.what()));  // main() prints it to the console
+    flush_logs();
+    throw;
+  }
+}
+
+}  // namespace plait::cli

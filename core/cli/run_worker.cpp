@@ -1,0 +1,147 @@
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include "cli/run_modes.hpp"
+#include "distributed/core_binding.hpp"
+#include "distributed/rendezvous.hpp"
+#include "log/logging.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/run_folder.hpp"
+#include "run/run_status.hpp"
+#include "run/stop_notice.hpp"
+
+namespace plait::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// The store: the launcher's, or rank 0's when torchrun or Slurm started the ranks.
+std::unique_ptr<JobStore> join_store(const WorkerEnv& worker, const PreparedRun& prep, const std::string& who) {
+  if (worker.store_on_launcher || worker.rank != 0) {
+    return JobStore::connect(worker.master_addr, worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, who);
+  }
+  return JobStore::host(worker.master_port, worker.job_id, prep.dist.rendezvous_timeout);
+}
+
+// Under torchrun or Slurm, rank 0 makes the run folder (its name has rank 0's clock in it)
+// and the lock file; the others take its folder, or its reason for failing.
+std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, const PreparedRun& prep,
+                                 JobStore& store) {
+  if (worker.rank == 0) {
+    try {
+      const std::string folder = run_folder_of(launch_request(args));
+      create_run_folder(folder);
+      write_lock(prep, folder);
+      store.set("run-dir", "ok:" + fs::absolute(folder).string());
+      return folder;
+    } catch (const std::exception& e) {
+      store.set("run-dir", e.what());
+      throw;
+    }
+  }
+  const std::string verdict = store.wait_get("run-dir", prep.dist.rendezvous_timeout, "rank 0 to make the run folder");
+  PLAIT_CHECK(verdict.rfind("ok:", 0) == 0, concat("rank 0 could not make the run folder: ", verdict), "");
+  return verdict.substr(3);
+}
+
+// Every rank must train the same config; compare against rank 0's.
+void agree_on_config(const WorkerEnv& worker, const PreparedRun& prep, JobStore& store, const std::string& who,
+                     const std::string& config) {
+  const std::string hash = std::to_string(std::hash<std::string>{}(prep.config->to_toml(false)));
+  if (worker.rank == 0) store.set("config-hash", hash);
+  const std::string expected = store.wait_get("config-hash", prep.dist.rendezvous_timeout, "rank 0's config");
+  PLAIT_CHECK(expected == hash, concat(who, " resolved a different config from rank 0's (", config, ")"),
+              "start every rank with the same config file, --set flags and plugin path");
+}
+
+// The communicators of every axis, from the comm plugin; the world goes before its backend.
+struct Joined {
+  std::shared_ptr<CommBackend> backend;
+  std::unique_ptr<Logger> log;
+  std::unique_ptr<World> world;
+};
+
+Joined join_world(const WorkerEnv& worker, const PreparedRun& prep, std::unique_ptr<JobStore> store) {
+  const std::string comm_name = prep.config->table("parallel").get<std::string>("comm");
+  Joined joined;
+  joined.backend = std::static_pointer_cast<CommBackend>(prep.registry->create(*prep.registry->find(comm_name)));
+  joined.log = make_logger("plugin." + comm_name);
+  joined.backend->configure({.plugin_name = comm_name,
+                             .options = &prep.config->table(comm_name),
+                             .log = joined.log.get(),
+                             .metrics = nullptr,  // the core counts communication itself
+                             .rank = worker.rank,
+                             .world_size = worker.world_size});
+  const bool cuda = prep.config->table("train").get<std::string>("device") == "cuda";
+  const std::string device = cuda ? concat("cuda:", worker.local_rank) : "cpu";
+  joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend, prep.dist, device, core_log());
+  if (worker.rank == 0) core_log().info("plait ", PLAIT_VERSION, ": ", worker.world_size, " ranks joined (", comm_name, ")");
+  return joined;
+}
+
+// Rank 0 hosts the store when torchrun or Slurm started the job: it leaves last.
+void leave(const WorkerEnv& worker, JobStore& job, std::chrono::milliseconds timeout) {
+  job.add("finished", 1);
+  if (worker.store_on_launcher || worker.rank != 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (job.add("finished", 0) < worker.world_size && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int run_worker(const WorkerEnv& worker, const RunArgs& args) {
+  const bool from_plait = worker.started_by == "plait";
+  if (from_plait) {
+    // Die with the launcher: a rank must never outlive the process supervising it (the
+    // stop notice below says so in its log once it is installed).
+    ::prctl(PR_SET_PDEATHSIG, launcher_death_signal());
+    if (const char* pid = std::getenv("PLAIT_LAUNCHER_PID"); pid && std::to_string(::getppid()) != pid) return 1;
+  }
+  const std::string who = concat("rank ", worker.rank, " (", worker.started_by, ")");
+  // plait's launcher checked everything, data included, before it started this rank.
+  PreparedRun prep = prepare_run(args.config, args.overrides(), worker.world_size, /*scan_data=*/!from_plait);
+  configure_logging("", args.verbose);  // plait's launcher writes this rank's output to its log
+  const std::vector<int> cores = cores_for(prep, worker.local_world_size, worker.local_rank);
+  if (!cores.empty()) bind_process_to(cores);
+  std::unique_ptr<JobStore> store = join_store(worker, prep, who);
+  const std::string folder = from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store);
+  const std::string log_file = (fs::path(folder) / concat("rank-", worker.rank, ".log")).string();
+  if (!from_plait) add_log_file(log_file);
+  // The run's status: the node's first rank under plait's launcher (its steps), rank 0 otherwise (all of it).
+  const bool keeps_status = from_plait ? worker.local_rank == 0 : worker.rank == 0;
+  install_stop_notice({.rank = worker.rank,
+                       .log_file = log_file,
+                       .stderr_is_logged = from_plait,
+                       .status_folder = keeps_status ? folder : "",
+                       .launcher_parent = from_plait});
+  std::unique_ptr<RunStatus> status;
+  if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->table("train").get<int64_t>("steps"));
+  agree_on_config(worker, prep, *store, who, args.config);
+  join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
+  const Joined joined = join_world(worker, prep, std::move(store));
+  World* world = joined.world.get();
+  if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // what the kernel says
+  RunPlan plan = run_plan(prep, folder, world, status.get());
+  plan.local_world_size = worker.local_world_size;
+  plan.local_rank = worker.local_rank;
+  plan.bound_cores = static_cast<int>(cores.size());
+  try {
+    train_logged(plan);
+  } catch (const Error& e) {
+    report_rank_failure(*world->store(), {worker.rank, e.what(), e.hint()});
+    if (status && !from_plait) status->failed(e.what());
+    throw;
+  }
+  if (status && !from_plait) status->finished();
+  leave(worker, *world->store(), prep.dist.rendezvous_timeout);
+  flush_logs();
+  return 0;
+}
+
+}  // namespace plait::cli

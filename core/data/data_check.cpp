@@ -1,0 +1,24 @@
+#include "data/data_check.hpp"
+
+#include "data/make_sampler.hpp"
+#include "data/token_scan.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+void check_data(const Options& data, const ModelSpec& model, const Options& model_table, int64_t dp, bool scan) {
+  // What each rank will make: it opens the file, reads its header and checks its size.
+  const std::unique_ptr<BatchSampler> sampler = make_sampler(data, model, /*seed=*/0, dp, /*dp_rank=*/0);
+  const TokenFile* file = sampler->file();
+  if (file == nullptr || !scan || file->width() == 1) return;  // synthetic, or bytes (below 256 by construction)
+  const int64_t largest = max_token(file->data(), file->width(), file->size());
+  if (largest < model.vocab_size) return;
+  const int64_t position = first_token_at_least(file->data(), file->width(), file->size(), model.vocab_size);
+  throw Error(concat(data.where("path"), ": [data] token ", file->at(position), " at position ", position, " of ",
+                     file->path(), " is not below the model's vocab_size ", model.vocab_size, " (",
+                     model_place(model_table, "vocab_size"), "); the file's largest token is ", largest),
+              concat("set [model] vocab_size = ", largest + 1, " or more (the tokenizer's vocabulary), or use the data "
+                     "the model was meant for"));
+}
+
+}  // namespace plait

@@ -1,0 +1,72 @@
+#include "run/config_checks.hpp"
+
+#include <cfloat>
+#include <cmath>
+
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include "plait/sdk/error.hpp"
+#include "util/short_number.hpp"
+
+namespace plait {
+
+void check_devices(const ResolvedConfig& config) {
+  const Options& train = config.table("train");
+  const bool cuda = train.get<std::string>("device") == "cuda";
+  PLAIT_CHECK(!cuda || at::detail::getCUDAHooks().getNumGPUs() > 0,
+              concat(train.where("device"), ": [train] device = \"cuda\", but no CUDA device is visible"),
+              "run on a machine with a GPU, or set device = \"cpu\"");
+  PLAIT_CHECK(train.get<double>("memory_limit_mb") == 0.0 || !cuda,
+              concat(train.where("memory_limit_mb"),
+                     ": [train] memory_limit_mb is enforced on CPU runs only ([train] device is \"cuda\")"),
+              "on a GPU the device's own memory is the budget: remove the key");
+}
+
+void check_optimizer_numbers(const ResolvedConfig& config) {
+  const Options& train = config.table("train");
+  for (const char* beta : {"beta1", "beta2"}) {
+    PLAIT_CHECK(train.get<double>(beta) < 1.0,
+                concat(train.where(beta), ": [train] ", beta, " = 1: AdamW's bias correction 1 - ", beta,
+                       "^t would be 0, and the update would divide by it"),
+                "choose a value below 1 (GPT-2: beta1 0.9, beta2 0.95)");
+  }
+  if (train.get<std::string>("dtype") == "float64") return;
+  const double lr = train.get<double>("lr"), wd = train.get<double>("weight_decay");
+  const double step_size = lr / (1.0 - train.get<double>("beta1"));
+  const char* hint = "a learning rate is usually well below 1 (GPT-2 small: 6e-4)";
+  PLAIT_CHECK(step_size < FLT_MAX,
+              concat(train.where("lr"), ": [train] lr = ", short_number(lr, 3), " is too large for float32 parameters: AdamW's "
+                     "first step moves them by up to lr / (1 - beta1) = ", short_number(step_size, 3),
+                     ", past float32's largest value ", short_number(FLT_MAX, 3)),
+              hint);
+  PLAIT_CHECK(lr * wd < FLT_MAX,
+              concat(train.where("weight_decay"), ": [train] lr x weight_decay = ", short_number(lr * wd, 3),
+                     " is past float32's largest value ", short_number(FLT_MAX, 3), " (weight decay scales by 1 - lr x wd)"),
+              "weight decay is usually between 0 and 0.1");
+  PLAIT_CHECK(train.get<double>("eps") < FLT_MAX,
+              concat(train.where("eps"), ": [train] eps = ", short_number(train.get<double>("eps"), 3),
+                     " is past float32's largest value ", short_number(FLT_MAX, 3)),
+              "AdamW's eps is usually 1e-8");
+}
+
+MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world) {
+  const Options& parallel = config.table("parallel");
+  std::string place = parallel.where("dp");
+  for (const char* axis : {"tp", "pp", "dp"}) {
+    if (!parallel.is_default(axis)) place = parallel.where(axis);  // the first the user set, dp first
+  }
+  return at_place(place, [&] {
+    return resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),
+                        static_cast<int>(parallel.get<int64_t>("tp")), known_world);
+  });
+}
+
+void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh) {
+  const Options& parallel = config.table("parallel");
+  PLAIT_CHECK(mesh.tp == 1 || parallel.get<std::string>("tensor") != "none",
+              concat(parallel.where("tp"), ": [parallel] tp = ", mesh.tp, " needs a tensor-parallel plugin, but [parallel] "
+                     "tensor = \"none\": the ", mesh.tp, " ranks of each tensor-parallel group would repeat each other's work"),
+              "set [parallel] tensor = \"megatron\", or tp = 1");
+}
+
+}  // namespace plait

@@ -1,0 +1,58 @@
+#include "run/launch_plan.hpp"
+
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include "distributed/core_binding.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/run_folder.hpp"
+
+namespace plait {
+
+int known_world(const LaunchRequest& request) {
+  return request.nproc_per_node ? request.nnodes.value_or(1) * *request.nproc_per_node : 0;
+}
+
+std::vector<int> cores_for(const PreparedRun& prep, int local_ranks, int local_rank) {
+  const Options& dist = prep.config->table("distributed");
+  if (!dist.get<bool>("bind_cores")) return {};
+  return at_place(dist.where("bind_cores"), [&] { return core_slice(usable_cores(), local_ranks, local_rank); });
+}
+
+std::string run_folder_of(const LaunchRequest& request) {
+  PLAIT_CHECK(!request.out || !request.out->empty(), "--out \"\": the run folder's path is empty",
+              "name a folder, or leave --out out for runs/<config>-<time>");
+  return choose_run_folder(request.out.value_or(""), request.config);
+}
+
+LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
+  LaunchPlan plan;
+  plan.nnodes = request.nnodes.value_or(1);
+  plan.node_rank = request.node_rank.value_or(0);
+  plan.single_process = prep.world_size == 1 && !request.nnodes && !request.node_rank && !request.nproc_per_node;
+  PLAIT_CHECK(plan.node_rank < plan.nnodes,
+              concat("--node-rank ", plan.node_rank, " is not below --nnodes ", plan.nnodes), "node ranks count from 0");
+  PLAIT_CHECK(prep.world_size % plan.nnodes == 0,
+              concat("the mesh has ", prep.world_size, " ranks, which do not split evenly over ", plan.nnodes, " nodes"),
+              "pass --nproc-per-node, or choose degrees whose product is a multiple of --nnodes");
+  plan.nproc = request.nproc_per_node.value_or(static_cast<int>(prep.world_size) / plan.nnodes);
+  PLAIT_CHECK(plan.nproc * plan.nnodes == prep.world_size,
+              concat("--nnodes ", plan.nnodes, " x --nproc-per-node ", plan.nproc, " = ", plan.nproc * plan.nnodes,
+                     " processes, but [parallel] dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, " = ",
+                     prep.world_size),
+              "make the mesh multiply to the number of processes, or use -1 for one degree");
+  PLAIT_CHECK(plan.nnodes == 1 || (request.master_addr && request.master_port),
+              "a job of several nodes needs --master-addr and --master-port (node 0's address and a free port)",
+              "every node's launcher gets the same two values");
+  cores_for(prep, plan.nproc, 0);
+  const Options& train = prep.config->table("train");
+  const int gpus = at::detail::getCUDAHooks().getNumGPUs();
+  PLAIT_CHECK(train.get<std::string>("device") != "cuda" || plan.nproc <= gpus,
+              concat(train.where("device"), ": [train] device = \"cuda\" with ", plan.nproc,
+                     " ranks on this node, but it has ", gpus, " GPU(s) visible: each rank takes its own"),
+              "start at most one rank per GPU (--nproc-per-node), or make CUDA_VISIBLE_DEVICES show more");
+  plan.folder = run_folder_of(request);
+  check_run_folder(plan.folder);
+  return plan;
+}
+
+}  // namespace plait

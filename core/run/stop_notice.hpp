@@ -1,0 +1,28 @@
+#pragma once
+// A rank that is stopped (SIGTERM, SIGINT, SIGHUP: its launcher stopping the job, or
+// torchrun, Slurm, a user) or whose launcher dies (the parent-death signal: a launcher
+// killed with SIGKILL leaves no one to report anything) says so before it goes: a line
+// in its own log, and, when it keeps the run's status, a failed status with the reason.
+// Then it exits with 128 + the signal. A watcher thread does the writing, outside the
+// signal handler.
+#include <string>
+
+namespace plait {
+
+struct StopNotice {
+  int rank = 0;
+  std::string log_file;           // the rank's log (empty: none yet)
+  bool stderr_is_logged = false;  // plait's launcher writes the rank's stderr into log_file
+  std::string status_folder;  // the rank keeps status.json here (empty: it does not); under
+                              // plait's launcher it writes it only when the launcher died
+  bool launcher_parent = false;  // plait's launcher is the parent: its death is a signal too
+};
+
+// Once per rank process, as early as the run folder is known.
+void install_stop_notice(const StopNotice& notice);
+
+// The signal plait's launcher asks the kernel to send a rank when the launcher dies
+// (prctl PR_SET_PDEATHSIG).
+int launcher_death_signal();
+
+}  // namespace plait

@@ -1,0 +1,60 @@
+#include "run/tensor_shapes_check.hpp"
+
+#include "metrics/metrics_writer.hpp"
+#include "model/model_zoo.hpp"
+#include "plait/sdk/tensor_parallel.hpp"
+#include "plugins/plugin_instance.hpp"
+
+namespace plait {
+namespace {
+
+// A tensor-parallel group that has members but never talks: layers keep it for their
+// forward, which a shape check does not run.
+class ShapeOnlyGroup final : public Communicator {
+ public:
+  explicit ShapeOnlyGroup(int size) : size_(size) {}
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "shape-check"; }
+  std::shared_ptr<Work> all_reduce(at::Tensor&, const AllReduceOptions&) override { return refuse(); }
+  std::shared_ptr<Work> reduce_scatter(at::Tensor&, const at::Tensor&, const ReduceScatterOptions&) override {
+    return refuse();
+  }
+  std::shared_ptr<Work> all_gather(at::Tensor&, const at::Tensor&, const CommOptions&) override { return refuse(); }
+  std::shared_ptr<Work> broadcast(at::Tensor&, const BroadcastOptions&) override { return refuse(); }
+  std::shared_ptr<Work> send(const at::Tensor&, const PointToPointOptions&) override { return refuse(); }
+  std::shared_ptr<Work> recv(at::Tensor&, const PointToPointOptions&) override { return refuse(); }
+  std::shared_ptr<Work> barrier(const CommOptions&) override { return refuse(); }
+
+ private:
+  [[noreturn]] static std::shared_ptr<Work> refuse() {
+    throw Error("the tensor plugin communicated while its layers were being built for the shape check",
+                "a layer factory may keep its group, but only use it in forward and backward");
+  }
+  int size_;
+};
+
+class QuietLogger final : public Logger {
+ public:
+  void write(LogLevel, std::string_view) override {}
+};
+
+}  // namespace
+
+void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
+                         const MeshShape& mesh) {
+  const Options& parallel = config.table("parallel");
+  const std::string name = parallel.get<std::string>("tensor");
+  if (name == "none" || mesh.tp == 1) return;
+  StepMetrics metrics;
+  auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, metrics, 0, mesh.world());
+  QuietLogger quiet;
+  tensor.context.log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
+  ShapeOnlyGroup group(mesh.tp);
+  at_place(parallel.where("tp"), [&] {
+    std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.context = &tensor.context, .tp_group = &group});
+    build_model(model, *factory, {0, at::TensorOptions().device(at::kMeta)});
+  });
+}
+
+}  // namespace plait

@@ -1,0 +1,17 @@
+#pragma once
+// The model's shapes built through the chosen tensor plugin's layer factory, as tensor-
+// parallel rank 0 would build them but on the meta device (no memory, no communication),
+// before anything starts: every width, head count and vocabulary the factory or the model
+// code cannot split over tp is refused at [parallel] tp's line, with the layer's own
+// sentence, for any tensor plugin, in-house ones too.
+#include "config/resolve.hpp"
+#include "distributed/mesh.hpp"
+#include "model/model_spec.hpp"
+#include "plugins/plugin_registry.hpp"
+
+namespace plait {
+
+void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
+                         const MeshShape& mesh);
+
+}  // namespace plait

@@ -1,0 +1,92 @@
+#include "train/nonfinite_guard.hpp"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "log/logging.hpp"
+#include "util/short_number.hpp"
+
+namespace plait {
+namespace {
+
+std::string list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+}  // namespace
+
+NonFiniteGuard::NonFiniteGuard(const RunPlan& plan) : plan_(plan) {
+  const Options& train = plan.config->table("train");
+  skip_ = train.get<std::string>("on_nonfinite") == "skip";
+  limit_ = train.get<int64_t>("nonfinite_skip_limit");
+}
+
+void NonFiniteGuard::after_step(int64_t step, const StepOutcome& out) {
+  if (out.result.applied) {
+    ++updates_;
+    in_a_row_ = 0;
+    last_finite_loss_ = out.loss;
+    last_finite_step_ = step;
+    return;
+  }
+  const std::string what = what_happened(step, out);
+  const Options& train = plan_.config->table("train");
+  const std::string hint =
+      concat("lower [train] lr (", short_number(train.get<double>("lr")), ", ", train.where("lr"),
+             ") or clip the gradients harder ([train] grad_clip), check the data, or set [train] on_nonfinite = "
+             "\"skip\" to skip such steps");
+  if (!skip_) throw Error(what, hint);
+  ++skipped_;
+  if (++in_a_row_ >= limit_) {
+    throw Error(concat(what, "; that is ", in_a_row_, " skipped steps in a row, the limit ([train] nonfinite_skip_limit = ",
+                       limit_, ", ", train.where("nonfinite_skip_limit"), ")"),
+                hint);
+  }
+  if (plan_.world->rank() == 0) core_log().warn(what, "; the step was skipped (", skipped_, " so far)");
+}
+
+std::string NonFiniteGuard::what_happened(int64_t step, const StepOutcome& out) const {
+  const bool here = !out.loss_finite_here || !out.result.grads_finite_here;
+  const std::vector<int> ranks = ranks_that_saw_it(here);
+  std::string text = std::isfinite(out.loss)
+                         ? concat("step ", step, ": the gradient norm is ", short_number(out.result.grad_norm), " (the loss, ",
+                                  short_number(out.loss), ", is finite)")
+                         : concat("step ", step, ": the loss is ", short_number(out.loss));
+  if (ranks.empty()) {
+    text += "; no rank's own part was non-finite (their sum overflowed)";
+  } else {
+    text += concat("; rank ", ranks.front(), " saw it first", ranks.size() > 1 ? " (ranks " + list(ranks) + ")" : "");
+  }
+  if (last_finite_step_ > 0) {
+    text += concat("; the last finite loss was ", short_number(last_finite_loss_), " at step ", last_finite_step_);
+  } else {
+    text += "; no step before it had a finite loss";
+  }
+  return text;
+}
+
+// The ranks whose own loss or gradients were not finite, in rank order: one small
+// all-reduce over every rank.
+std::vector<int> NonFiniteGuard::ranks_that_saw_it(bool here) const {
+  World& world = *plan_.world;
+  at::Tensor flags = at::zeros({world.size()}, at::TensorOptions().dtype(at::kInt));
+  flags[world.rank()] = here ? 1 : 0;
+  if (Communicator* everyone = world.all()) {
+    const bool cuda = plan_.config->table("train").get<std::string>("device") == "cuda";
+    at::Tensor staged = cuda ? flags.to(at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan_.local_rank))) : flags;
+    AllReduceOptions o;
+    o.tag = {"core", "nonfinite-ranks", "", -1};
+    everyone->all_reduce(staged, o)->wait();
+    flags = staged.cpu();
+  }
+  std::vector<int> out;
+  for (int r = 0; r < world.size(); ++r) {
+    if (flags[r].item<int>() != 0) out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace plait

@@ -1,0 +1,125 @@
+#include "train/rank.hpp"
+
+#include "distributed/tensor_gather.hpp"
+#include "model/dense_layers.hpp"
+#include "model/model_zoo.hpp"
+#include "run/prepare.hpp"
+#include "train/activation_checkpoint.hpp"
+
+namespace plait {
+namespace {
+
+template <class Interface>
+PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, StepMetrics& metrics) {
+  return plait::make_plugin<Interface>(*plan.registry, plan.config->table(name), name, metrics, plan.world->rank(),
+                                       plan.world->size());
+}
+
+at::Device compute_device(const RunPlan& plan) {
+  if (plan.config->table("train").get<std::string>("device") != "cuda") return at::Device(c10::kCPU);
+  return at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan.local_rank));
+}
+
+// 1. The tensor plugin's factory makes sharded layers; without one, dense layers.
+void apply_tensor_parallel(const RunPlan& plan, Rank& rank) {
+  const std::string name = plan.config->table("parallel").get<std::string>("tensor");
+  if (name == "none") {
+    rank.factory = make_dense_layer_factory();
+    return;
+  }
+  rank.tensor = make_plugin<TensorParallel>(plan, name, rank.metrics);
+  rank.factory = rank.tensor.plugin->layer_factory({.context = &rank.tensor.context,
+                                                    .tp_group = plan.world->group(Axis::tp)});
+}
+
+// 2-3. The model through the factory, with real parameters only in the units this
+// pipeline rank runs (and those whose parameters they borrow); the rest stay shapes on
+// the meta device and are dropped once this rank's stages are cut out. Parameters tied
+// across stages are mirrored.
+void build_stages(const RunPlan& plan, Rank& rank) {
+  const Mesh& mesh = plan.world->mesh();
+  const int64_t pp = mesh.shape().pp, pp_rank = mesh.coords().pp;
+  const PipelinePlan& pipeline = *plan.pipeline;
+  const auto seed = static_cast<uint64_t>(plan.config->table("train").get<int64_t>("seed"));
+  const InitSpec init{seed, at::TensorOptions().dtype(rank.precision.param_dtype).device(rank.device)};
+  const std::vector<bool> materialised = units_to_materialise(pipeline.shapes, pipeline.partition, pp, pp_rank);
+  const StageModel whole =
+      build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
+  for (const auto& p : whole.parameters()) rank.splits[p.name] = p.split;
+  rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
+  rank.tied = std::make_unique<TiedParameters>(whole, pipeline.partition, pp, pp_rank, plan.world->group(Axis::pp));
+  rank.tied->unlink_borrowed(rank.stages.model);
+}
+
+// 5-6. Offload places model state; data parallel wraps the stages and owns the optimizer.
+void apply_data_parallel(const RunPlan& plan, Rank& rank) {
+  const Options& parallel = plan.config->table("parallel");
+  const Options& train = plan.config->table("train");
+  if (const std::string name = parallel.get<std::string>("offload"); name != "none") {
+    rank.offload = make_plugin<Offload>(plan, name, rank.metrics);
+    rank.offload.plugin->configure(rank.offload.context);
+  }
+  rank.dp = make_plugin<DataParallel>(plan, parallel.get<std::string>("data"), rank.metrics);
+  World& world = *plan.world;
+  rank.dp.plugin->setup({
+      .context = &rank.dp.context,
+      .model = &rank.stages.model,
+      .adamw = {.beta1 = train.get<double>("beta1"),
+                .beta2 = train.get<double>("beta2"),
+                .eps = train.get<double>("eps"),
+                .weight_decay = train.get<double>("weight_decay")},
+      .dp_group = world.group(Axis::dp),
+      .groups = world.group_maker(Axis::dp),
+      .bf16 = rank.precision.autocast_bf16,
+      .offload = rank.offload.plugin.get(),
+      .tp_group = world.group(Axis::tp),
+      .pp_group = world.group(Axis::pp),
+  });
+  rank.tied->attach(rank.stages.model);
+}
+
+// 7. The executor that plays this rank's part of the checked schedule.
+void make_executor(const RunPlan& plan, Rank& rank) {
+  const SchedulePlan& schedule = plan.pipeline->schedule;
+  const auto pp_rank = static_cast<std::size_t>(plan.world->mesh().coords().pp);
+  rank.executor = std::make_unique<PipelineExecutor>(ExecutorSetup{
+      .model = &rank.stages.model,
+      .units_of = rank.stages.units_of,
+      .spec = schedule.spec,
+      .actions = schedule.ranks[pp_rank],
+      .pp_group = plan.world->group(Axis::pp),
+      .dp = rank.dp.plugin.get(),
+      .factory = rank.factory.get(),
+      .tied = rank.tied.get(),
+      .precision = rank.precision,
+      .device = rank.device,
+      .activation_dtype = rank.precision.param_dtype,
+      .hidden = plan.model.n_embd,
+      .seed = static_cast<uint64_t>(plan.config->table("train").get<int64_t>("seed")),
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Rank> build_rank(const RunPlan& plan) {
+  auto rank = std::make_unique<Rank>();
+  rank->precision = precision_from(plan.config->table("train").get<std::string>("dtype"));
+  rank->device = compute_device(plan);
+  apply_tensor_parallel(plan, *rank);
+  build_stages(plan, *rank);
+  apply_activation_checkpointing(rank->stages.model,  // 4.
+                                 plan.config->table("train").get<std::string>("activation_checkpointing"));
+  apply_data_parallel(plan, *rank);
+  make_executor(plan, *rank);
+  plan.world->stats().drain();  // setup traffic (the initial broadcast) is not a step's
+  return rank;
+}
+
+NamedTensors gather_whole(const RunPlan& plan, const Rank& rank, const NamedTensors& local) {
+  const Mesh& mesh = plan.world->mesh();
+  NamedTensors whole = gather_tensor_parallel(local, rank.splits, plan.world->group(Axis::tp));
+  if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return whole;
+  return gather_pipeline_stages(std::move(whole), plan.world->group(Axis::pp));
+}
+
+}  // namespace plait

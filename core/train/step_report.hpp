@@ -1,0 +1,33 @@
+#pragma once
+// What a step is reported as: one record in metrics.jsonl (every rank's figures gathered
+// to rank 0, which writes it) and one progress line.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "metrics/metrics_writer.hpp"
+#include "metrics/step_record.hpp"
+#include "train/rank.hpp"
+#include "train/train_step.hpp"
+
+namespace plait {
+
+class StepReporter {
+ public:
+  StepReporter(const RunPlan& plan, Rank& rank);
+  // Collective over every rank (the per-rank figures are gathered).
+  void after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps);
+
+ private:
+  std::vector<RankFigures> every_rank(const RankFigures& mine) const;
+
+  const RunPlan& plan_;
+  Rank& rank_;
+  std::unique_ptr<MetricsWriter> metrics_;  // rank 0's
+  double flops_per_token_ = 0.0, peak_flops_ = 1.0;
+  int64_t steps_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace plait

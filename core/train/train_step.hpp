@@ -1,0 +1,50 @@
+#pragma once
+// One optimizer step, in the manner of llm.c's training loop: the step's batches, the
+// global token count, this rank's schedule (forwards and backwards), the global loss,
+// then the optimizer step, which the core withholds when the loss or the gradient norm
+// is not finite (data_parallel.hpp).
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <memory>
+#include <vector>
+
+#include "data/sampler.hpp"
+#include "pipeline/pipeline_executor.hpp"
+#include "train/debug_dumps.hpp"
+#include "train/lr_schedule.hpp"
+#include "train/rank.hpp"
+
+namespace plait {
+
+struct StepOutcome {
+  double loss = 0.0;              // global, per token of the global batch
+  bool loss_finite_here = true;   // this rank's own share of the loss was finite
+  int64_t tokens = 0;             // target tokens of the global batch
+  double lr = 0.0;
+  StepResult result;              // norm, and whether the update was applied
+  ScheduleOutcome schedule;       // this rank's activation bytes and timing
+  double seconds = 0.0;
+};
+
+class StepRunner {
+ public:
+  StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps);
+  // `updates`: optimizer updates applied before this step (AdamW counts those).
+  StepOutcome run(int64_t step, int64_t updates);
+
+ private:
+  std::vector<Batch> next_batches();
+  double global_sum(double local, std::initializer_list<Axis> axes, const std::string& what) const;
+
+  const RunPlan& plan_;
+  Rank& rank_;
+  DebugDumps& dumps_;
+  std::unique_ptr<BatchSampler> sampler_;
+  LrSchedule lr_;
+  int64_t accum_ = 1;
+  double grad_clip_ = 0.0;
+  int64_t spoiled_step_ = 0, spoiled_rank_ = 0;  // [debug] nonfinite_step / nonfinite_rank
+};
+
+}  // namespace plait

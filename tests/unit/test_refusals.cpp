@@ -1,0 +1,385 @@
+// Every class of bad input `plait run` must refuse before anything starts, as data: for
+// each case the exit code, the place the message starts with (the user's file:line:col,
+// flag, variable or path), the sentence it must say, no C++ source location, no run folder
+// left behind, and `plait config validate` with the same flags refusing with the same line.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+#include <ATen/detail/CUDAHooksInterface.h>
+
+#include "distributed/core_binding.hpp"
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::string config = "[train]\nsteps = 1\n";  // run.toml
+  std::vector<std::string> args;                // after the config; {dir} is the case's folder
+  std::string place;                            // the error line starts with it
+  std::string says;                             // and contains this
+  std::map<std::string, std::string> files = {};  // more files, relative to {dir}
+  std::map<std::string, std::string> env = {};
+  std::string config_path = "run.toml";         // what is named on the command line
+  bool own_out = false;                         // args name --out themselves
+};
+
+std::string expand(std::string s, const fs::path& dir) {
+  for (std::size_t at; (at = s.find("{dir}")) != std::string::npos;) s.replace(at, 5, dir.string());
+  return s;
+}
+
+// uint16 tokens, little-endian, as nanoGPT's .bin.
+std::string tokens(std::vector<int> ids) {
+  std::string out;
+  for (int id : ids) {
+    out.push_back(static_cast<char>(id & 0xff));
+    out.push_back(static_cast<char>(id >> 8));
+  }
+  return out;
+}
+
+std::vector<int> ramp(int n, int modulo = 200) {
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) out.push_back(i % modulo);
+  return out;
+}
+
+// llm.c's 1024-byte header: magic, version, token count.
+std::string llmc(int version, int count, const std::string& body) {
+  std::string header(1024, '\0');
+  const int words[3] = {20240520, version, count};
+  std::memcpy(header.data(), words, sizeof(words));
+  return header + body;
+}
+
+std::string data_config(const std::string& file, const std::string& extra = "") {
+  return "[data]\nsource = \"tokens\"\npath = \"" + file + "\"\n" + extra;
+}
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string error_line(const std::string& output) {
+  const auto at = output.find("error: ");
+  if (at == std::string::npos) return "";
+  return output.substr(at, output.find('\n', at) - at);
+}
+
+void expect_refused(const Case& c) {
+  TempDir dir;
+  write_file(dir / "run.toml", c.config);
+  for (const auto& [name, text] : c.files) {
+    if (name.back() == '/') {
+      fs::create_directories(dir / name);
+    } else {
+      write_file(dir / name, text);
+    }
+  }
+  const fs::path out = dir / "out";
+  const auto before = listing(out);
+  const bool out_existed = fs::exists(out);
+  std::vector<std::string> tail;
+  for (const auto& a : c.args) tail.push_back(expand(a, dir.path()));
+  if (!c.own_out) tail.insert(tail.end(), {"--out", out.string()});
+  const std::string config = (dir / c.config_path).string();
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : c.env) env[k] = expand(v, dir.path());
+
+  std::vector<std::string> run_args = {"run", config};
+  run_args.insert(run_args.end(), tail.begin(), tail.end());
+  const ProcessResult run = run_plait(run_args, env);
+  std::vector<std::string> validate_args = {"config", "validate", config};
+  validate_args.insert(validate_args.end(), tail.begin(), tail.end());
+  const ProcessResult validate = run_plait(validate_args, env);
+
+  INFO(c.name << "\nrun:\n" << run.output << "\nvalidate:\n" << validate.output);
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.output, StartsWith("error: " + expand(c.place, dir.path())));
+  CHECK_THAT(run.output, Contains(expand(c.says, dir.path())));
+  // plait's own source never shows: no "file.cpp:123", no path into the source tree.
+  CHECK_FALSE(std::regex_search(run.output, std::regex(R"(\.(cpp|hpp|h):[0-9]+)")));
+  CHECK_THAT(run.output, !Contains(std::string(PLAIT_SOURCE_DIR) + "/core") &&
+                             !Contains(std::string(PLAIT_SOURCE_DIR) + "/plugins"));
+  // Nothing written: no run folder, or the one that was there unchanged.
+  CHECK(fs::exists(out) == out_existed);
+  CHECK(listing(out) == before);
+  CHECK(!fs::exists(dir / "runs"));
+  // `config validate` refuses the same way.
+  CHECK(validate.exit_code == run.exit_code);
+  CHECK(error_line(validate.output) == error_line(run.output));
+}
+
+void expect_all_refused(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.name) { expect_refused(c); }
+  }
+}
+
+const std::string kRun = "{dir}/run.toml";
+
+}  // namespace
+
+TEST_CASE("refused before anything starts: the config's syntax, structure and files", "[refusals]") {
+  expect_all_refused({
+      {.name = "bad TOML", .config = "[train]\nsteps = 3\nlr = \n", .place = kRun + ":3:", .says = "invalid TOML"},
+      {.name = "unknown key",
+       .config = "[train]\nsetps = 1\n",
+       .place = kRun + ":2:1: unknown key 'setps' in [train]",
+       .says = "(did you mean 'steps'?)"},
+      {.name = "unknown table", .config = "[trian]\nsteps = 1\n", .place = kRun + ":1:2: unknown table [trian]",
+       .says = "did you mean 'train'?"},
+      {.name = "a key outside every table", .config = "lr = 0.1\n", .place = kRun + ":1:1: unknown root-level key 'lr'",
+       .says = "did you mean train.lr?"},
+      {.name = "wrong type", .config = "[train]\nsteps = \"many\"\n", .place = kRun + ":2:1: [train].steps",
+       .says = "expected an integer, got string \"many\""},
+      {.name = "a nested table", .config = "[train.inner]\nx = 1\n", .place = kRun + ":1:",
+       .says = "nested tables are not part of any plait schema"},
+      {.name = "extends names a missing file", .config = "extends = [\"bundles/missing.toml\"]\n",
+       .place = kRun + ":1:12: extends names a file that does not exist", .says = "bundles/missing.toml"},
+      {.name = "extends names a folder",
+       .config = "extends = [\"bundles\"]\n",
+       .place = kRun + ":1:12: extends names ",
+       .says = "which is a folder, not a config file",
+       .files = {{"bundles/", ""}}},
+      {.name = "extends cycle",
+       .config = "extends = [\"loop.toml\"]\n",
+       .place = "{dir}/loop.toml:1:12: extends cycle",
+       .says = "run.toml -> ",
+       .files = {{"loop.toml", "extends = [\"run.toml\"]\n"}}},
+      {.name = "the config is a folder",
+       .place = "the config {dir}/folder.toml is a folder, not a TOML file",
+       .says = "pass the config file itself",
+       .files = {{"folder.toml/", ""}},
+       .config_path = "folder.toml"},
+      {.name = "the config does not exist", .place = "config file not found: {dir}/nothing.toml",
+       .says = "check the path", .config_path = "nothing.toml"},
+      {.name = "a malformed --set", .args = {"--set", "train.lr"}, .place = "--set train.lr: expected table.key=value",
+       .says = "for example"},
+      {.name = "a --set key without a table", .args = {"--set", "lr=0.1"},
+       .place = "--set lr=0.1: the key must be table.key", .says = "got 'lr'"},
+  });
+}
+
+TEST_CASE("refused before anything starts: numbers that make no sense or cannot be computed with", "[refusals]") {
+  const std::string long_value(100 * 1024, 'x');
+  expect_all_refused({
+      {.name = "lr = nan", .config = "[train]\nlr = nan\n", .place = kRun + ":2:1: [train].lr: nan is not a finite number",
+       .says = "Peak learning rate"},
+      {.name = "lr = inf", .args = {"--set", "train.lr=inf"},
+       .place = "--set train.lr=inf: [train].lr: inf is not a finite number", .says = "learning rate"},
+      {.name = "weight_decay = inf", .config = "[train]\nweight_decay = inf\n",
+       .place = kRun + ":2:1: [train].weight_decay: inf is not a finite number", .says = "weight decay"},
+      {.name = "grad_clip = nan", .args = {"--set", "train.grad_clip=nan"},
+       .place = "--set train.grad_clip=nan: [train].grad_clip: nan is not a finite number", .says = "Clip gradients"},
+      {.name = "dropout = nan", .config = "[model]\ndropout = nan\n",
+       .place = kRun + ":2:1: [model].dropout: nan is not a finite number", .says = "residual stream"},
+      {.name = "dropout = 1", .config = "[model]\ndropout = 1.0\n", .place = kRun + ":2:1: [model] dropout is 1",
+       .says = "every element would be dropped"},
+      {.name = "an lr float32 cannot hold", .config = "[train]\nsteps = 1\nlr = 1e308\n",
+       .place = kRun + ":3:1: [train] lr = 1e+308 is too large for float32 parameters",
+       .says = "past float32's largest value"},
+      {.name = "beta1 = 1", .config = "[train]\nbeta1 = 1.0\n", .place = kRun + ":2:1: [train] beta1 = 1",
+       .says = "bias correction"},
+      {.name = "below the minimum", .config = "[train]\nsteps = 0\n", .place = kRun + ":2:1: [train].steps",
+       .says = "0 is below the minimum 1"},
+      {.name = "not one of the choices", .config = "[train]\ndtype = \"float16\"\n",
+       .place = kRun + ":2:1: [train].dtype", .says = "\"float16\" is not one of \"float32\", \"float64\", \"bfloat16\""},
+      {.name = "a 100 kB value is not echoed whole", .config = "[model]\nsize = \"" + long_value + "\"\n",
+       .place = kRun + ":2:1: [model].size", .says = "... (102402 characters) is not one of"},
+      {.name = "--steps out of range", .args = {"--steps", "99999999999999999999999"},
+       .place = "--steps 99999999999999999999999 is out of range", .says = "it takes 1 to"},
+      {.name = "--steps not a whole number", .args = {"--steps", "1e400"},
+       .place = "--steps 1e400: expected a whole number", .says = "takes an integer"},
+      {.name = "--master-port out of range", .args = {"--master-port", "70000", "--nnodes", "1"},
+       .place = "--master-port 70000 is out of range", .says = "1 to 65535"},
+  });
+}
+
+TEST_CASE("refused before anything starts: model, mesh and plugins that do not fit together", "[refusals]") {
+  const std::string megatron = "[parallel]\ntensor = \"megatron\"\n";
+  std::vector<Case> cases = {
+      {.name = "width not a multiple of the heads", .config = "[model]\nn_embd = 66\n",
+       .place = kRun + ":2:1: [model] n_embd 66 is not a multiple of n_head 4", .says = "head size"},
+      {.name = "a llama key on gpt2", .config = "[model]\nn_kv_head = 2\n",
+       .place = kRun + ":2:1: [model] n_kv_head applies to the llama family only", .says = "remove n_kv_head"},
+      {.name = "a sequence longer than the model's", .config = "[data]\nseq_len = 65\n",
+       .place = kRun + ":2:1: [data] seq_len 65 is longer than the model's block_size 64", .says = "block_size"},
+      {.name = "heads that tp does not divide",
+       .config = megatron + "tp = 3\n[megatron]\nvocab_parallel = false\n",
+       .place = kRun + ":3:1: transformer.h.0.attn: 4 attention heads do not split evenly over 3 tensor-parallel ranks",
+       .says = "model.n_head"},
+      {.name = "key/value heads that tp does not divide", .config = megatron + "tp = 4\n[model]\nfamily = \"llama\"\n",
+       .place = kRun + ":3:1: model.layers.0.self_attn: 4 attention heads and 2 key/value heads must both split",
+       .says = "over 4 tensor-parallel ranks"},
+      {.name = "a vocabulary that tp does not divide", .config = megatron + "tp = 2\n[model]\nvocab_size = 255\n",
+       .place = kRun + ":3:1: megatron: transformer.wte has 255 rows, which do not split over 2",
+       .says = "vocab_parallel = false"},
+      {.name = "a sequence that sequence parallel cannot split",
+       .config = megatron + "tp = 4\n[megatron]\nsequence_parallel = true\n[data]\nseq_len = 62\n",
+       .place = kRun + ":7:1: megatron: sequence_parallel splits each sequence over the 4 tensor-parallel ranks",
+       .says = "a batch holds 62 positions"},
+      {.name = "tp without a tensor plugin", .config = "[parallel]\ntp = 2\n",
+       .place = kRun + ":2:1: [parallel] tp = 2 needs a tensor-parallel plugin", .says = "repeat each other's work"},
+      {.name = "pp without a schedule", .config = "[parallel]\npp = 2\n",
+       .place = kRun + ":2:1: [parallel] pp = 2 needs a pipeline schedule", .says = "pipeline = \"1f1b\""},
+      {.name = "two degrees of -1", .config = "[parallel]\ndp = -1\ntp = -1\ntensor = \"megatron\"\ndata = \"ddp\"\n",
+       .args = {"--nproc-per-node", "4"}, .place = kRun + ":2:1: [parallel] at most one of dp, pp, tp may be -1",
+       .says = "give the other degrees"},
+      {.name = "a mesh that is not the number of processes", .config = "[parallel]\ndata = \"ddp\"\ndp = 2\n",
+       .args = {"--nproc-per-node", "3"}, .place = kRun + ":3:1: [parallel] dp 2 x pp 1 x tp 1 = 2",
+       .says = "but the job has 3 processes"},
+      {.name = "a node rank past the nodes", .args = {"--nnodes", "2", "--node-rank", "2"},
+       .place = "--node-rank 2 is not below --nnodes 2", .says = "count from 0"},
+      {.name = "an unknown plugin", .config = "[parallel]\ndata = \"dpp\"\n",
+       .place = kRun + ":2:1: [parallel].data: unknown data plugin 'dpp'", .says = "(did you mean 'ddp'?)"},
+      {.name = "a capability the data plugin lacks",
+       .config = "[parallel]\ndata = \"fixture-good\"\n[train]\ngrad_accum = 4\n",
+       .place = kRun + ":2:1: data plugin 'fixture-good' cannot be combined with train.grad_accum = 4",
+       .says = "lacks the capability 'grad_accum'",
+       .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}}},
+      {.name = "a hybrid shard size that does not divide dp",
+       .config = "[parallel]\ndata = \"fsdp\"\ndp = 4\n[fsdp]\nshard_size = 3\n",
+       .place = kRun + ":5:1: fsdp: shard_size 3 does not divide the data-parallel degree 4", .says = "[parallel] dp"},
+      {.name = "stage blocks that do not add up",
+       .config = "[parallel]\npipeline = \"1f1b\"\npp = 2\nstage_blocks = [1, 5]\n",
+       .place = kRun + ":4:1: [parallel] stage_blocks sums to 6 blocks but the model has 2", .says = "n_layer"},
+      {.name = "microbatches that interleaving cannot serve",
+       .config = "[parallel]\npipeline = \"interleaved-1f1b\"\npp = 2\n[train]\ngrad_accum = 3\n",
+       .place = kRun + ":2:1: interleaved-1f1b needs the microbatches (train.grad_accum = 3) to be a multiple of pp = 2",
+       .says = "set train.grad_accum to 4"},
+      {.name = "bind_cores with more ranks than cores",
+       .config = concat("[parallel]\ndata = \"ddp\"\ndp = ", usable_cores().size() + 1,
+                        "\n[distributed]\nbind_cores = true\n"),
+       .place = kRun + ":5:1: [distributed] bind_cores", .says = concat("fewer than its ", usable_cores().size() + 1, " ranks")},
+      {.name = "a network interface this machine lacks",
+       .config = "[parallel]\ndata = \"ddp\"\ndp = 2\n[gloo]\ninterface = \"nosuch0\"\n",
+       .place = kRun + ":5:1: [gloo] interface = \"nosuch0\": this machine has no network interface of that name",
+       .says = "ip link"},
+  };
+  if (at::detail::getCUDAHooks().getNumGPUs() == 0) {
+    cases.push_back({.name = "the nccl communicator without a GPU",
+                     .config = "[parallel]\ndata = \"ddp\"\ndp = 2\ncomm = \"nccl\"\n",
+                     .place = kRun + ":4:1: [parallel].comm: plugin 'nccl' cannot run here: no CUDA device is visible",
+                     .says = "another plugin"});
+    cases.push_back({.name = "cuda without a GPU", .config = "[train]\ndevice = \"cuda\"\n",
+                     .place = kRun + ":2:1: [train] device = \"cuda\", but no CUDA device is visible",
+                     .says = "device = \"cpu\""});
+  } else {
+    cases.push_back({.name = "the nccl communicator on the CPU",
+                     .config = "[parallel]\ndata = \"ddp\"\ndp = 2\ncomm = \"nccl\"\n",
+                     .place = kRun + " (default): [train] device = \"cpu\", but the nccl communicator",
+                     .says = "moves CUDA tensors"});
+  }
+  expect_all_refused(cases);
+}
+
+TEST_CASE("refused before anything starts: every problem of a data file, tokens included", "[refusals]") {
+  const std::string at = kRun + ":3:1: [data] ";
+  expect_all_refused({
+      {.name = "missing", .config = data_config("none.bin"), .place = at + "cannot open {dir}/none.bin",
+       .says = "No such file or directory"},
+      {.name = "empty", .config = data_config("empty.bin"), .place = at + "{dir}/empty.bin is empty",
+       .says = "a file with tokens", .files = {{"empty.bin", ""}}},
+      {.name = "a folder", .config = data_config("tokens"), .place = at + "{dir}/tokens is a folder, not a token file",
+       .says = "the data file itself", .files = {{"tokens/", ""}}},
+      {.name = "an odd number of bytes", .config = data_config("odd.bin"),
+       .place = at + "{dir}/odd.bin has an odd number of bytes (3)", .says = "uint16", .files = {{"odd.bin", "abc"}}},
+      {.name = "fewer tokens than one sequence", .config = data_config("short.bin"),
+       .place = at + "{dir}/short.bin holds 10 tokens, fewer than seq_len + 1 = 65", .says = "shorter seq_len",
+       .files = {{"short.bin", tokens(ramp(10))}}},
+      {.name = "fewer tokens than one sequential global batch",
+       .config = data_config("short.bin", "order = \"sequential\"\n[parallel]\ndata = \"ddp\"\ndp = 2\n"),
+       .place = at + "{dir}/short.bin holds 300 tokens; one sequential global batch needs 513",
+       .says = "(dp 2 x B 4 x T 64 + 1)", .files = {{"short.bin", tokens(ramp(300))}}},
+      {.name = "a truncated llm.c file", .config = data_config("cut.bin"),
+       .place = at + "{dir}/cut.bin: header says 5000 tokens but the file holds 100", .says = "truncated",
+       .files = {{"cut.bin", llmc(1, 5000, tokens(ramp(100)))}}},
+      {.name = "an llm.c header and no tokens", .config = data_config("header.bin"),
+       .place = at + "{dir}/header.bin is an llm.c token file whose header says it holds 0 tokens",
+       .says = "no tokens", .files = {{"header.bin", llmc(1, 0, "")}}},
+      {.name = "an llm.c file of an unknown version", .config = data_config("v7.bin"),
+       .place = at + "{dir}/v7.bin has llm.c's magic number but version 7", .says = "version 1 (uint16) or 2",
+       .files = {{"v7.bin", llmc(7, 10, tokens(ramp(10)))}}},
+      {.name = "a token the vocabulary cannot embed", .config = data_config("big.bin"),
+       .place = at + "token 300 at position 1234 of {dir}/big.bin is not below the model's vocab_size 256",
+       .says = "vocab_size = 301 or more", .files = {{"big.bin", [] {
+          auto ids = ramp(2000);
+          ids[1234] = 300;
+          return tokens(ids);
+        }()}}},
+      {.name = "text for a vocabulary below 256", .config = "[data]\nsource = \"text\"\npath = \"t.txt\"\n[model]\nvocab_size = 100\n",
+       .place = kRun + ":2:1: [data] text data has 256 byte tokens but the model's vocab_size is 100",
+       .says = "256 or more", .files = {{"t.txt", std::string(500, 'a')}}},
+      {.name = "tokens without a path", .config = "[data]\nsource = \"tokens\"\n",
+       .place = kRun + ":2:1: [data] source = \"tokens\" needs data.path", .says = "relative to the config file"},
+  });
+}
+
+TEST_CASE("refused before anything starts: plugin folders, libraries and the run folder", "[refusals]") {
+  expect_all_refused({
+      {.name = "a PLAIT_PLUGIN_PATH folder that does not exist",
+       .place = "PLAIT_PLUGIN_PATH names a plugin folder that does not exist: {dir}/nowhere",
+       .says = "fix or unset it", .env = {{"PLAIT_PLUGIN_PATH", "{dir}/nowhere"}}},
+      {.name = "a [plugins] paths entry that is a file", .config = "[plugins]\npaths = [\"lib.so\"]\n",
+       .place = kRun + ":2:1: [plugins].paths: plugin folder is a file, not a folder: {dir}/lib.so",
+       .says = "folders holding libplait_plugin_*.so", .files = {{"lib.so", "not a folder"}}},
+      {.name = "a [plugins] paths entry that does not exist", .config = "[plugins]\npaths = [\"nowhere\"]\n",
+       .place = kRun + ":2:1: [plugins].paths: plugin folder does not exist: {dir}/nowhere",
+       .says = "relative to the config file"},
+      {.name = "a plugin of another API version",
+       .place = "plugin library " + std::string(PLAIT_FIXTURE_DIR) + "/wrong_api/",
+       .says = "was built for plugin API version 999",
+       .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/wrong_api"}}},
+      {.name = "--out empty", .args = {"--out", ""}, .place = "--out \"\": the run folder's path is empty",
+       .says = "name a folder", .own_out = true},
+      {.name = "--out a folder that holds files", .args = {"--out", "{dir}/out"},
+       .place = "the run folder {dir}/out already exists and is not empty", .says = "never writes into an earlier run",
+       .files = {{"out/keep.txt", "earlier results"}}, .own_out = true},
+      {.name = "--out a file", .args = {"--out", "{dir}/out"}, .place = "the run folder {dir}/out exists and is not a folder",
+       .says = "choose another --out", .files = {{"out", "a file"}}, .own_out = true},
+  });
+}
+
+TEST_CASE("refused before anything starts: plait check's own flags", "[refusals]") {
+  TempDir dir;
+  const auto config = write_file(dir / "run.toml", "[train]\nsteps = 1\n");
+  for (const auto& [value, says] : std::vector<std::pair<std::string, std::string>>{
+           {"-1", "--tolerance -1 must be a finite number above 0"},
+           {"0", "--tolerance 0 must be a finite number above 0"},
+           {"nan", "--tolerance nan must be a finite number above 0"},
+           {"tight", "--tolerance tight: expected a number"}}) {
+    DYNAMIC_SECTION("--tolerance " << value) {
+      const ProcessResult r =
+          run_plait({"check", config.string(), "--out", (dir / "check").string(), "--tolerance", value});
+      INFO(r.output);
+      CHECK(r.exit_code == 1);
+      CHECK_THAT(r.output, StartsWith("error: " + says));
+      CHECK_FALSE(fs::exists(dir / "check"));
+    }
+  }
+  // A config plait run refuses, plait check refuses with the same line, before either run.
+  const auto bad = write_file(dir / "bad.toml", "[train]\nlr = nan\n");
+  const ProcessResult run = run_plait({"run", bad.string(), "--out", (dir / "run").string()});
+  const ProcessResult check = run_plait({"check", bad.string(), "--out", (dir / "check").string()});
+  INFO(run.output << "\n---\n" << check.output);
+  CHECK(check.exit_code == 1);
+  CHECK(error_line(check.output) == error_line(run.output));
+  CHECK_THAT(check.output, StartsWith("error: " + bad.string() + ":2:1: [train].lr: nan is not a finite number"));
+  CHECK_FALSE(fs::exists(dir / "check"));
+}
