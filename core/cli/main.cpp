@@ -116,6 +116,7 @@ void define(CLI::App& app, Commands& c) {
 // Runs the chosen subcommand; plait::Error propagates to main.
 int dispatch(CLI::App& app, Commands& c) {
   c.run.verbose = c.validate.verbose = c.check.run.verbose = c.verbose;
+  plait::configure_logging("", c.verbose);  // -v shows the checks' debug lines too
   if (c.version) return version();
   if (*c.run_cmd) {
     c.run_raw.into(c.run);

@@ -12,6 +12,7 @@
 #include "schema_parallel.hpp"
 #include "schema_plugins.hpp"
 #include "schema_train.hpp"
+#include "util/abbreviate.hpp"
 #include "util/did_you_mean.hpp"
 
 namespace plait {
@@ -67,15 +68,8 @@ std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree) {
   return dirs;
 }
 
-ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched) {
-  ResolvedConfig out;
-  std::vector<std::string> core_names;
-  std::vector<std::string> all_keys;  // "table.key", for root-level typos
-  for (const auto& schema : core_schemas()) {
-    core_names.push_back(schema.table);
-    for (const auto& k : schema.keys()) all_keys.push_back(schema.table + "." + k);
-  }
-
+// Every key belongs to a table: a root-level one is refused, pointing at the table it may belong to.
+static void refuse_root_keys(const ConfigTree& tree, const std::vector<std::string>& all_keys) {
   for (const auto& [key, entry] : tree.table("")) {
     std::vector<std::string> bare;
     for (const auto& k : all_keys) bare.push_back(k.substr(k.find('.') + 1));
@@ -87,9 +81,20 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
         break;
       }
     }
-    throw Error(concat(entry.source.describe(), ": unknown root-level key '", key, "'"), hint);
+    throw Error(concat(entry.source.describe(), ": unknown root-level key '", abbreviate(key), "'"), hint);
+  }
+}
+
+ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched) {
+  ResolvedConfig out;
+  std::vector<std::string> core_names;
+  std::vector<std::string> all_keys;  // "table.key", for root-level typos
+  for (const auto& schema : core_schemas()) {
+    core_names.push_back(schema.table);
+    for (const auto& k : schema.keys()) all_keys.push_back(schema.table + "." + k);
   }
 
+  refuse_root_keys(tree, all_keys);
   for (const auto& schema : core_schemas()) {
     out.tables_.emplace_back(schema.table, resolve_table(schema, tree.table(schema.table), tree.table_source(schema.table),
                                                          tree.default_place()));

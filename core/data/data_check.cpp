@@ -1,7 +1,10 @@
 #include "data/data_check.hpp"
 
+#include <chrono>
+
 #include "data/make_sampler.hpp"
 #include "data/token_scan.hpp"
+#include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -11,7 +14,12 @@ void check_data(const Options& data, const ModelSpec& model, const Options& mode
   const std::unique_ptr<BatchSampler> sampler = make_sampler(data, model, /*seed=*/0, dp, /*dp_rank=*/0);
   const TokenFile* file = sampler->file();
   if (file == nullptr || !scan || file->width() == 1) return;  // synthetic, or bytes (below 256 by construction)
+  const auto start = std::chrono::steady_clock::now();
   const int64_t largest = max_token(file->data(), file->width(), file->size());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double gb = static_cast<double>(file->size()) * file->width() / 1e9;
+  core_log().debug("token scan: ", file->size(), " tokens (", gb, " GB) of ", file->path(), " in ", seconds, " s (",
+                   gb / seconds, " GB/s); the largest is ", largest);
   if (largest < model.vocab_size) return;
   const int64_t position = first_token_at_least(file->data(), file->width(), file->size(), model.vocab_size);
   throw Error(concat(data.where("path"), ": [data] token ", file->at(position), " at position ", position, " of ",

@@ -18,10 +18,10 @@ struct WorkerEnv {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
-  std::string job_id;
-  std::string run_dir;          // set by plait's launcher, which made the folder and the lock file
+  std::string job_id = {};
+  std::string run_dir = {};        // set by plait's launcher, which made the folder and the lock file
   bool store_on_launcher = false;  // plait's launcher hosts the store; otherwise rank 0 does
-  std::string started_by;       // "plait", "torchrun", "slurm"
+  std::string started_by = {};     // "plait", "torchrun", "slurm"
 };
 
 // The rank this process is, from its environment, or nothing when it is not one.

@@ -39,6 +39,30 @@ bool is_candidate(const fs::path& p) {
 
 std::string str_or_empty(const char* s) { return s == nullptr ? std::string{} : std::string(s); }
 
+// Why a library built for another plait, LibTorch or C++ ABI cannot be used, or "".
+// api_version is the first field in every version of the struct: read it, and nothing
+// else, until it matches.
+std::string build_mismatch(const PlaitPluginInfo& info, const HostAbi& host) {
+  if (info.api_version != host.api_version) {
+    return concat("was built for plugin API version ", info.api_version, " but this plait uses version ",
+                  host.api_version, "; rebuild the plugin against this plait's SDK");
+  }
+  if (info.info_size < sizeof(PlaitPluginInfo)) {
+    return concat("has a plugin info struct of ", info.info_size, " bytes where API version ", host.api_version,
+                  " has ", sizeof(PlaitPluginInfo), "; rebuild it against this SDK");
+  }
+  const std::string torch_version = str_or_empty(info.torch_version);
+  if (torch_version != host.torch_version) {
+    return concat("was built against LibTorch ", torch_version, " but this plait runs LibTorch ", host.torch_version,
+                  "; rebuild the plugin with the same LibTorch");
+  }
+  if (info.cxx11_abi != host.cxx11_abi) {
+    return concat("was built with _GLIBCXX_USE_CXX11_ABI=", info.cxx11_abi, " but this plait uses ", host.cxx11_abi,
+                  "; rebuild it with the same C++ ABI as LibTorch");
+  }
+  return "";
+}
+
 }  // namespace
 
 bool PluginRecord::has_capability(const std::string& word) const {
@@ -112,29 +136,11 @@ void PluginRegistry::consider(const std::string& file, const SearchDir& dir, con
     refuse("returned no plugin info from plait_plugin_info()");
     return;
   }
-  // api_version is the first field in every version of the struct: read it, and nothing
-  // else, until it matches.
-  if (info->api_version != host.api_version) {
-    refuse(concat("was built for plugin API version ", info->api_version, " but this plait uses version ",
-                  host.api_version, "; rebuild the plugin against this plait's SDK"));
-    return;
-  }
-  if (info->info_size < sizeof(PlaitPluginInfo)) {
-    refuse(concat("has a plugin info struct of ", info->info_size, " bytes where API version ",
-                  host.api_version, " has ", sizeof(PlaitPluginInfo), "; rebuild it against this SDK"));
+  if (const std::string why = build_mismatch(*info, host); !why.empty()) {
+    refuse(why);
     return;
   }
   const std::string torch_version = str_or_empty(info->torch_version);
-  if (torch_version != host.torch_version) {
-    refuse(concat("was built against LibTorch ", torch_version, " but this plait runs LibTorch ",
-                  host.torch_version, "; rebuild the plugin with the same LibTorch"));
-    return;
-  }
-  if (info->cxx11_abi != host.cxx11_abi) {
-    refuse(concat("was built with _GLIBCXX_USE_CXX11_ABI=", info->cxx11_abi, " but this plait uses ",
-                  host.cxx11_abi, "; rebuild it with the same C++ ABI as LibTorch"));
-    return;
-  }
   PluginRecord record;
   record.name = str_or_empty(info->name);
   record.kind = str_or_empty(info->kind);

@@ -69,4 +69,30 @@ void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh) {
               "set [parallel] tensor = \"megatron\", or tp = 1");
 }
 
+void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& mesh) {
+  const Options& data = config.table("data");
+  if (data.get<std::string>("source") == "synthetic") {
+    PLAIT_CHECK(!data.has("path"),
+                concat(data.where("path"), ": [data] path is set, but [data] source = \"synthetic\" reads no file"),
+                "set [data] source = \"tokens\" (or \"text\") to train on the file, or remove path");
+    // By value, not by whether it was set: a lock file sets every key.
+    PLAIT_CHECK(data.get<std::string>("order") != "sequential",
+                concat(data.where("order"), ": [data] order applies to file data; [data] source = \"synthetic\" makes "
+                       "each sequence from its own seed"),
+                "remove order, or train on a file");
+  }
+  const Options& debug = config.table("debug");
+  const int64_t steps = config.table("train").get<int64_t>("steps");
+  for (const char* key : {"pipeline_trace", "nonfinite_step"}) {
+    PLAIT_CHECK(debug.get<int64_t>(key) <= steps,
+                concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is past the run's last step (",
+                       steps, "): it would never happen"),
+                concat("choose a step from 1 to ", steps, ", or 0 for none"));
+  }
+  PLAIT_CHECK(debug.get<int64_t>("nonfinite_rank") < mesh.world(),
+              concat(debug.where("nonfinite_rank"), ": [debug] nonfinite_rank = ", debug.get<int64_t>("nonfinite_rank"),
+                     " is not a rank of this job (", mesh.world(), " ranks)"),
+              concat("choose a rank from 0 to ", mesh.world() - 1));
+}
+
 }  // namespace plait

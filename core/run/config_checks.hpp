@@ -21,4 +21,8 @@ MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world)
 // A degree above 1 needs the plugin that splits along its axis.
 void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh);
 
+// Settings that would be accepted and then do nothing: a file or llm.c's sequential order
+// for synthetic data, a [debug] step past the run's last step or a rank past its last rank.
+void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& mesh);
+
 }  // namespace plait

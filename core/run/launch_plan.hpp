@@ -12,11 +12,11 @@ namespace plait {
 
 // What the command line says about the launch.
 struct LaunchRequest {
-  std::string config;
-  std::optional<std::string> out;  // --out; absent: runs/<config>-<time>
-  std::optional<int> nnodes, node_rank, nproc_per_node;
-  std::optional<std::string> master_addr;
-  std::optional<int> master_port;
+  std::string config = {};
+  std::optional<std::string> out = {};  // --out; absent: runs/<config>-<time>
+  std::optional<int> nnodes = {}, node_rank = {}, nproc_per_node = {};
+  std::optional<std::string> master_addr = {};
+  std::optional<int> master_port = {};
 };
 
 struct LaunchPlan {

@@ -57,6 +57,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.mesh = resolve_configured_mesh(config, known_world);
   run.world_size = run.mesh.world();
   check_mesh_roles(config, run.mesh);
+  check_settings_take_effect(config, run.mesh);
   run.pipeline = check_pipeline(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);

@@ -24,9 +24,9 @@ namespace {
 struct Case {
   std::string name;
   std::string config = "[train]\nsteps = 1\n";  // run.toml
-  std::vector<std::string> args;                // after the config; {dir} is the case's folder
-  std::string place;                            // the error line starts with it
-  std::string says;                             // and contains this
+  std::vector<std::string> args = {};           // after the config; {dir} is the case's folder
+  std::string place = {};                       // the error line starts with it
+  std::string says = {};                        // and contains this
   std::map<std::string, std::string> files = {};  // more files, relative to {dir}
   std::map<std::string, std::string> env = {};
   std::string config_path = "run.toml";         // what is named on the command line
@@ -202,6 +202,11 @@ TEST_CASE("refused before anything starts: numbers that make no sense or cannot 
        .place = kRun + ":2:1: [train].dtype", .says = "\"float16\" is not one of \"float32\", \"float64\", \"bfloat16\""},
       {.name = "a 100 kB value is not echoed whole", .config = "[model]\nsize = \"" + long_value + "\"\n",
        .place = kRun + ":2:1: [model].size", .says = "... (102402 characters) is not one of"},
+      {.name = "a debug step past the last step", .config = "[train]\nsteps = 3\n[debug]\npipeline_trace = 4\n",
+       .place = kRun + ":4:1: [debug] pipeline_trace = 4 is past the run's last step (3): it would never happen",
+       .says = "from 1 to 3"},
+      {.name = "a debug rank past the last rank", .config = "[debug]\nnonfinite_step = 1\nnonfinite_rank = 1\n",
+       .place = kRun + ":3:1: [debug] nonfinite_rank = 1 is not a rank of this job (1 ranks)", .says = "from 0 to 0"},
       {.name = "--steps out of range", .args = {"--steps", "99999999999999999999999"},
        .place = "--steps 99999999999999999999999 is out of range", .says = "it takes 1 to"},
       {.name = "--steps not a whole number", .args = {"--steps", "1e400"},
@@ -326,6 +331,11 @@ TEST_CASE("refused before anything starts: every problem of a data file, tokens 
       {.name = "text for a vocabulary below 256", .config = "[data]\nsource = \"text\"\npath = \"t.txt\"\n[model]\nvocab_size = 100\n",
        .place = kRun + ":2:1: [data] text data has 256 byte tokens but the model's vocab_size is 100",
        .says = "256 or more", .files = {{"t.txt", std::string(500, 'a')}}},
+      {.name = "a path for synthetic data", .config = "[data]\npath = \"tokens.bin\"\n",
+       .place = kRun + ":2:1: [data] path is set, but [data] source = \"synthetic\" reads no file",
+       .says = "remove path"},
+      {.name = "an order for synthetic data", .config = "[data]\norder = \"sequential\"\n",
+       .place = kRun + ":2:1: [data] order applies to file data", .says = "remove order"},
       {.name = "tokens without a path", .config = "[data]\nsource = \"tokens\"\n",
        .place = kRun + ":2:1: [data] source = \"tokens\" needs data.path", .says = "relative to the config file"},
   });
