@@ -122,24 +122,30 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
                        .launcher_parent = from_plait});
   std::unique_ptr<RunStatus> status;
   if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->table("train").get<int64_t>("steps"));
-  agree_on_config(worker, prep, *store, who, args.config);
-  join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
-  const Joined joined = join_world(worker, prep, std::move(store));
-  World* world = joined.world.get();
-  if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // what the kernel says
-  RunPlan plan = run_plan(prep, folder, world, status.get());
-  plan.local_world_size = worker.local_world_size;
-  plan.local_rank = worker.local_rank;
-  plan.bound_cores = static_cast<int>(cores.size());
+  Joined joined;
   try {
+    agree_on_config(worker, prep, *store, who, args.config);
+    join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
+    joined = join_world(worker, prep, std::move(store));
+    if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // the kernel's word
+    RunPlan plan = run_plan(prep, folder, joined.world.get(), status.get());
+    plan.local_world_size = worker.local_world_size;
+    plan.local_rank = worker.local_rank;
+    plan.bound_cores = static_cast<int>(cores.size());
     train_logged(plan);
   } catch (const Error& e) {
-    report_rank_failure(*world->store(), {worker.rank, e.what(), e.hint()});
-    if (status && !from_plait) status->failed(e.what());
+    yield_to_stop_notice();
+    try {
+      JobStore* job = joined.world ? joined.world->store() : store.get();
+      if (job != nullptr) report_rank_failure(*job, {worker.rank, e.what(), e.hint()});
+    } catch (const std::exception&) {
+      // The store is gone (its host failed first): the error below is still this rank's news.
+    }
+    if (status && !from_plait) status->failed(e.what());  // under plait's launcher, the launcher writes it
     throw;
   }
   if (status && !from_plait) status->finished();
-  leave(worker, *world->store(), prep.dist.rendezvous_timeout);
+  leave(worker, *joined.world->store(), prep.dist.rendezvous_timeout);
   flush_logs();
   return 0;
 }

@@ -184,6 +184,16 @@ std::string failure_report(const Child& c, const SupervisorSpec& spec, const std
   return text;
 }
 
+// The first rank to end is the cause: in its own words when it said why, else with its log's last lines.
+Error rank_failure_error(const Child& c, const SupervisorSpec& spec, const std::vector<std::string>& pending) {
+  if (auto cause = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt) {
+    const std::string log = (std::filesystem::path(spec.run_dir) / concat("rank-", cause->rank, ".log")).string();
+    return Error(cause->message, concat(cause->hint, cause->hint.empty() ? "" : "; ", "reported by rank ", cause->rank,
+                                        ", whose log is ", log));
+  }
+  return Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more");
+}
+
 }  // namespace
 
 void supervise(const SupervisorSpec& spec, Logger& log) {
@@ -216,29 +226,24 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
   while (true) {
     pump(children, spec.console_rank, 100);
     reap(children);
-    for (auto& c : children) {
-      if (c.running || !failed(c.status)) continue;
-      std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
-      if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
-      stop_all(children, spec);
-      finish();
-      // The first rank to end is the cause: in its own words when it said why, else with its log's last lines.
-      if (auto cause = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt) {
-        throw Error(cause->message, concat(cause->hint, cause->hint.empty() ? "" : "; ", "reported by rank ", cause->rank,
-                                           ", whose log is ", (std::filesystem::path(spec.run_dir) /
-                                                              concat("rank-", cause->rank, ".log")).string()));
-      }
-      throw Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more");
-    }
-    bool any_running = false;
-    for (auto& c : children) any_running = any_running || c.running || c.out >= 0;
-    if (!any_running) break;
+    // Before any rank's end: a Ctrl-C reaches the ranks too, and their ends are its echo.
     if (const int sig = g_signal.load()) {
       if (spec.abort) spec.abort->post(concat("the launcher on ", spec.node, " got signal ", sig));
       stop_all(children, spec);
       finish();
       throw Error(concat("interrupted by signal ", sig, " (", strsignal(sig), "); every rank was stopped"), "");
     }
+    for (auto& c : children) {
+      if (c.running || !failed(c.status)) continue;
+      std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
+      if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
+      stop_all(children, spec);
+      finish();
+      throw rank_failure_error(c, spec, pending);
+    }
+    bool any_running = false;
+    for (auto& c : children) any_running = any_running || c.running || c.out >= 0;
+    if (!any_running) break;
     if (spec.abort && std::chrono::steady_clock::now() - last_abort_check > std::chrono::milliseconds(500)) {
       last_abort_check = std::chrono::steady_clock::now();
       if (auto reason = spec.abort->poll()) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <chrono>
 #include <thread>
 
 #include "plait/sdk/error.hpp"
@@ -76,6 +77,11 @@ void watch(StopNotice notice) {
 }  // namespace
 
 int launcher_death_signal() { return SIGUSR2; }
+
+void yield_to_stop_notice() {
+  if (g_signal.load() == 0) return;
+  for (int i = 0; i < 100; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the watcher exits
+}
 
 void install_stop_notice(const StopNotice& notice) {
   ::signal(SIGPIPE, SIG_IGN);  // a dead launcher's pipe must not kill the rank silently

@@ -21,6 +21,10 @@ struct StopNotice {
 // Once per rank process, as early as the run folder is known.
 void install_stop_notice(const StopNotice& notice);
 
+// When a stop signal came, the failure it causes (a peer gone mid-collective) is not the
+// news: a rank's error path calls this, and it waits for the notice to end the process.
+void yield_to_stop_notice();
+
 // The signal plait's launcher asks the kernel to send a rank when the launcher dies
 // (prctl PR_SET_PDEATHSIG).
 int launcher_death_signal();
