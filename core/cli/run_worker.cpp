@@ -8,6 +8,7 @@
 
 #include "cli/run_modes.hpp"
 #include "distributed/core_binding.hpp"
+#include "distributed/rank_device.hpp"
 #include "distributed/rendezvous.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
@@ -76,9 +77,11 @@ Joined join_world(const WorkerEnv& worker, const PreparedRun& prep, std::unique_
                              .metrics = nullptr,  // the core counts communication itself
                              .rank = worker.rank,
                              .world_size = worker.world_size});
-  const bool cuda = prep.config->table("train").get<std::string>("device") == "cuda";
-  const std::string device = cuda ? concat("cuda:", worker.local_rank) : "cpu";
-  joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend, prep.dist, device, core_log());
+  const at::Device device =
+      rank_device(prep.config->table("train").get<std::string>("device") == "cuda", worker.local_rank);
+  use_rank_device(device);
+  joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend, prep.dist, device.str(),
+                             core_log());
   if (worker.rank == 0) core_log().info("plait ", PLAIT_VERSION, ": ", worker.world_size, " ranks joined (", comm_name, ")");
   return joined;
 }

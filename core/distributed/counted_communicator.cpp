@@ -15,14 +15,6 @@ std::string human_bytes(int64_t b) {
   return buf;
 }
 
-std::string describe_tag(const OpTag& tag) {
-  std::string who = tag.plugin.empty() ? std::string("unknown caller") : tag.plugin;
-  if (!tag.phase.empty()) who += " " + tag.phase;
-  if (!tag.unit.empty()) who += " " + tag.unit;
-  if (tag.microbatch >= 0) who += concat(" (microbatch ", tag.microbatch, ")");
-  return who;
-}
-
 class CountedWork final : public Work {
  public:
   CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string description)
@@ -78,6 +70,31 @@ class CountedCommunicator final : public Communicator {
   }
   std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
     return run("recv", bytes(t), o.tag, [&] { return inner_->recv(t, o); });
+  }
+  // Each operation of the group is counted as its own, all issued by the one call.
+  std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
+    std::vector<std::shared_ptr<Work>> issued;
+    try {
+      issued = inner_->batch_p2p(ops);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(concat("a group of ", ops.size(), " sends and receives on group ", group_, " for ",
+                         ops.empty() ? std::string("nobody") : describe_tag(ops.front().options.tag),
+                         " could not start: ", e.what()),
+                  "");
+    }
+    PLAIT_CHECK(issued.size() == ops.size(),
+                concat("the ", backend(), " communicator returned ", issued.size(), " works for a group of ",
+                       ops.size(), " sends and receives"),
+                "batch_p2p returns one Work per operation, in order");
+    std::vector<std::shared_ptr<Work>> works;
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      const bool is_send = ops[k].kind == PointToPoint::Kind::send;
+      works.push_back(run(is_send ? "send" : "recv", bytes(ops[k].tensor), ops[k].options.tag,
+                          [&] { return issued[k]; }));
+    }
+    return works;
   }
   std::shared_ptr<Work> barrier(const CommOptions& o) override {
     return run("barrier", 0, o.tag, [&] { return inner_->barrier(o); });

@@ -8,6 +8,7 @@
 #include "memory/tracking_allocator.hpp"
 #include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"
+#include "pipeline/transfer_groups.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -18,8 +19,7 @@ using Key = std::pair<int64_t, int64_t>;  // (stage, microbatch)
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One tag per boundary crossing within a step: the receiving stage, the microbatch and
-// the direction, so that early receives match the right send.
+// One tag per boundary crossing within a step.
 int tag_of(bool gradient, int64_t receiving_stage, int64_t microbatch, const ScheduleSpec& spec) {
   return static_cast<int>(((gradient ? 1 : 0) * spec.stages() + receiving_stage) * spec.microbatches + microbatch);
 }
@@ -33,15 +33,26 @@ struct PendingRecv {
 // the receives in flight, the sends to finish, and the figures of the step.
 class StepPlay {
  public:
-  StepPlay(const ExecutorSetup& s, const std::vector<Batch>& batches, double tokens, const StepRequests& requests,
+  StepPlay(const ExecutorSetup& s, const std::vector<Batch>& batches, const at::Tensor& tokens,
+           const StepRequests& requests,
            int64_t backwards, const std::map<int64_t, std::size_t>& last_backward_of)
       : s_(s), batches_(batches), tokens_(tokens), requests_(requests), backwards_(backwards),
         last_backward_of_(last_backward_of) {}
 
   ScheduleOutcome play() {
+    out_.loss_sum = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(s_.device));
     barrier("pipeline-start");
     t0_ = Clock::now();
-    for (std::size_t k = 0; k < s_.actions.size(); ++k) act(k, s_.actions[k]);
+    for (std::size_t k = 0; k < s_.actions.size();) {
+      if (is_transfer(s_.actions[k].type)) {
+        const std::size_t end = transfer_group_end(s_.actions, k);
+        post_group(k, end);
+        k = end;
+      } else {
+        act(k, s_.actions[k]);
+        ++k;
+      }
+    }
     for (auto& [work, tensor] : sends_) work->wait();
     barrier("pipeline-end");
     out_.span_s = seconds_since(t0_);
@@ -53,13 +64,9 @@ class StepPlay {
     switch (a.type) {
       case ActionType::forward: return forward(a);
       case ActionType::backward: return backward(a, k);
-      case ActionType::send_activation:
-        return send(outputs_.at({a.stage, a.microbatch}).detach().contiguous(), a, a.stage + 1, false, "send-activation");
-      case ActionType::recv_activation: return recv(activations_in_, a, a.stage - 1, false, "recv-activation");
-      case ActionType::send_grad: return send_grad(a);
-      case ActionType::recv_grad: return recv(grads_in_, a, a.stage + 1, true, "recv-grad");
       case ActionType::weight_grad:
         throw Error(concat("the schedule asks for ", describe(a), ", which this core does not run"), "");
+      default: PLAIT_CHECK(false, concat(describe(a), " is not a compute action"), "");
     }
   }
 
@@ -85,7 +92,7 @@ class StepPlay {
     if (a.stage == s_.spec.stages() - 1) {
       if (requests_.keep_first_logits && a.microbatch == 0) out_.first_logits = s_.factory->whole_logits(h.detach());
       at::Tensor loss_sum = s_.factory->token_loss_sum(h, batch.targets.to(s_.device));
-      out_.loss_sum += loss_sum.item<double>();
+      out_.loss_sum += loss_sum.detach().to(at::kDouble);  // on the device: the host reads it once per step
       outputs_[key] = loss_sum / tokens_;
     } else {
       outputs_[key] = h.scalar_type() == s_.activation_dtype ? h : h.to(s_.activation_dtype);
@@ -124,25 +131,46 @@ class StepPlay {
     }
   }
 
-  void send_grad(const Action& a) {
-    auto it = input_grads_.find({a.stage, a.microbatch});
-    at::Tensor t = it->second.defined() ? it->second.contiguous() : at::zeros_like(boundary_buffer(a.microbatch));
-    input_grads_.erase(it);
-    send(t, a, a.stage - 1, true, "send-grad");
+  // The actions [first, end) as one group: sends keep their tensor until the step's end,
+  // when every send is waited for; a receive is waited for by the compute that needs it.
+  void post_group(std::size_t first, std::size_t end) {
+    std::vector<PointToPoint> ops;
+    for (std::size_t k = first; k < end; ++k) ops.push_back(transfer(s_.actions[k]));
+    std::vector<std::shared_ptr<Work>> works = s_.pp_group->batch_p2p(ops);
+    for (std::size_t k = first; k < end; ++k) {
+      const Action& a = s_.actions[k];
+      PointToPoint& op = ops[k - first];
+      if (is_send(a.type)) {
+        sends_.emplace_back(std::move(works[k - first]), std::move(op.tensor));
+      } else {
+        auto& into = a.type == ActionType::recv_activation ? activations_in_ : grads_in_;
+        into[{a.stage, a.microbatch}] = PendingRecv{std::move(works[k - first]), std::move(op.tensor)};
+      }
+    }
   }
 
-  // Sends never block: the tensor is kept until the step's end, when every send is waited for.
-  void send(const at::Tensor& t, const Action& a, int64_t peer_stage, bool gradient, const char* phase) {
-    const int tag = tag_of(gradient, peer_stage, a.microbatch, s_.spec);  // the receiving stage's
-    sends_.emplace_back(s_.pp_group->send(t, p2p(peer_stage, tag, phase, a.microbatch)), t);
-  }
-
-  // A receive is posted here and waited for by the compute that needs it.
-  void recv(std::map<Key, PendingRecv>& into, const Action& a, int64_t peer_stage, bool gradient, const char* phase) {
-    PendingRecv r{nullptr, boundary_buffer(a.microbatch)};
-    r.work = s_.pp_group->recv(r.buffer, p2p(peer_stage, tag_of(gradient, a.stage, a.microbatch, s_.spec), phase,
-                                             a.microbatch));
-    into[{a.stage, a.microbatch}] = std::move(r);
+  // Tags name the receiving stage, the microbatch and the direction, so that backends
+  // that match by tag pair an early receive with the right send.
+  PointToPoint transfer(const Action& a) {
+    const Key key{a.stage, a.microbatch};
+    const int64_t peer = peer_stage(a);
+    switch (a.type) {
+      case ActionType::send_activation:
+        return {PointToPoint::Kind::send, outputs_.at(key).detach().contiguous(),
+                p2p(peer, tag_of(false, peer, a.microbatch, s_.spec), "send-activation", a.microbatch)};
+      case ActionType::send_grad: {
+        auto it = input_grads_.find(key);
+        at::Tensor t = it->second.defined() ? it->second.contiguous() : at::zeros_like(boundary_buffer(a.microbatch));
+        input_grads_.erase(it);
+        return {PointToPoint::Kind::send, t, p2p(peer, tag_of(true, peer, a.microbatch, s_.spec), "send-grad", a.microbatch)};
+      }
+      case ActionType::recv_activation:
+        return {PointToPoint::Kind::recv, boundary_buffer(a.microbatch),
+                p2p(peer, tag_of(false, a.stage, a.microbatch, s_.spec), "recv-activation", a.microbatch)};
+      default:
+        return {PointToPoint::Kind::recv, boundary_buffer(a.microbatch),
+                p2p(peer, tag_of(true, a.stage, a.microbatch, s_.spec), "recv-grad", a.microbatch)};
+    }
   }
 
   at::Tensor take(std::map<Key, PendingRecv>& from, const Key& key, ActionType recv) {
@@ -184,7 +212,7 @@ class StepPlay {
 
   const ExecutorSetup& s_;
   const std::vector<Batch>& batches_;
-  const double tokens_;
+  const at::Tensor tokens_;
   const StepRequests requests_;
   const int64_t backwards_;
   const std::map<int64_t, std::size_t>& last_backward_of_;
@@ -211,7 +239,8 @@ PipelineExecutor::PipelineExecutor(ExecutorSetup setup) : s_(std::move(setup)) {
   }
 }
 
-ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, double tokens, StepRequests requests) {
+ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, const at::Tensor& tokens,
+                                     StepRequests requests) {
   PLAIT_CHECK(static_cast<int64_t>(batches.size()) == s_.spec.microbatches,
               concat("the schedule is for ", s_.spec.microbatches, " microbatches, the step has ", batches.size()), "");
   return StepPlay(s_, batches, tokens, requests, backwards_, last_backward_of_).play();

@@ -44,7 +44,7 @@ struct RanAction {
 };
 
 struct ScheduleOutcome {
-  double loss_sum = 0.0;         // sum of token losses; 0 on ranks without the last stage
+  at::Tensor loss_sum;           // sum of token losses, float64 on the device; 0 on ranks without the last stage
   int64_t activation_bytes = 0;  // most bytes held at once by forwards awaiting their backward
   double busy_s = 0.0;           // in forwards and backwards
   double span_s = 0.0;           // from every pipeline rank's start to every rank's end
@@ -62,8 +62,9 @@ struct StepRequests {
 class PipelineExecutor {
  public:
   explicit PipelineExecutor(ExecutorSetup setup);
-  // `tokens`: the global batch's token count, by which every microbatch's loss is divided.
-  ScheduleOutcome run(const std::vector<Batch>& batches, double tokens, StepRequests requests = {});
+  // `tokens`: the global batch's token count (a 0-dim float64 tensor on the device, so
+  // that the host never waits for it), by which every microbatch's loss is divided.
+  ScheduleOutcome run(const std::vector<Batch>& batches, const at::Tensor& tokens, StepRequests requests = {});
 
  private:
   ExecutorSetup s_;

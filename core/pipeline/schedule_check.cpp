@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "pipeline/p2p_order_check.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -133,6 +134,9 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
     }
   }
   if (!stuck.empty()) fail(0, concat("the ranks wait for each other forever: ", stuck));
+  // 3. The same lists under NCCL's stricter semantics, with the executor's groups.
+  check_p2p_order(ranks, spec, concat("pipeline schedule '", plugin, "' (pp ", p, ", ", spec.stages_per_rank,
+                                      " virtual stages per rank, ", m, " microbatches): "));
   sim.makespan = *std::max_element(clock.begin(), clock.end());
   for (int64_t r = 0; r < p; ++r) {
     sim.idle_fraction.push_back(sim.makespan > 0 ? 1.0 - busy[static_cast<std::size_t>(r)] / sim.makespan : 0.0);

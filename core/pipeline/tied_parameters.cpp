@@ -1,5 +1,7 @@
 #include "pipeline/tied_parameters.hpp"
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 
 #include "plait/sdk/error.hpp"
@@ -7,12 +9,10 @@
 namespace plait {
 namespace {
 
-constexpr int kTiedTagBase = 1 << 28;  // above every activation and gradient tag
-
 PointToPointOptions p2p(int peer, int id, const std::string& name, const char* phase) {
   PointToPointOptions o;
   o.peer = peer;
-  o.tag_id = kTiedTagBase + id;
+  o.tag_id = id;
   o.tag = {"core", phase, name, -1};
   return o;
 }
@@ -20,8 +20,7 @@ PointToPointOptions p2p(int peer, int id, const std::string& name, const char* p
 }  // namespace
 
 TiedParameters::TiedParameters(const StageModel& whole, const StagePartition& partition, int64_t pp, int64_t pp_rank,
-                               Communicator* pp_group)
-    : pp_(pp), group_(pp_group) {
+                               GroupMaker* pp_groups) {
   std::vector<int64_t> stage_of_unit(whole.units.size(), -1);
   for (int64_t s = 0; s < partition.stages(); ++s) {
     for (std::size_t u : partition.units_of[static_cast<std::size_t>(s)]) stage_of_unit[u] = s;
@@ -33,6 +32,7 @@ TiedParameters::TiedParameters(const StageModel& whole, const StagePartition& pa
     for (const auto& p : one.parameters()) owner[p.name] = {stage_of_unit[u], p.tensor};
   }
   int id = 0;
+  std::map<std::pair<int64_t, int64_t>, Communicator*> pair_groups;  // made in the ties' order, the same on every rank
   for (std::size_t u = 0; u < whole.units.size(); ++u) {
     for (const auto& name : whole.units[u].borrowed) {
       auto it = owner.find(name);
@@ -50,6 +50,14 @@ TiedParameters::TiedParameters(const StageModel& whole, const StagePartition& pa
       tie->owner_here = pp_rank == owner_rank;
       tie->tensor = it->second.second;
       tie->id = this_id;
+      const std::pair<int64_t, int64_t> pair = std::minmax(owner_rank, borrower_rank);
+      Communicator*& group = pair_groups[pair];
+      if (group == nullptr) {
+        group = pp_groups->subgroup(concat("tied.", pair.first, "-", pair.second),
+                                    {static_cast<int>(pair.first), static_cast<int>(pair.second)});
+      }
+      tie->group = group;
+      tie->peer = pp_rank == pair.first ? 1 : 0;
       ties_.push_back(std::move(tie));
     }
   }
@@ -93,8 +101,7 @@ void TiedParameters::before_backward(int64_t stage, bool last_of_stage) {
   for (const auto& tie : ties_) {
     if (!tie->owner_here || tie->owner_stage != stage) continue;
     at::Tensor buffer = at::empty(tie->tensor.sizes(), tie->tensor.options().requires_grad(false));
-    group_->recv(buffer, p2p(static_cast<int>(rank_of_stage(tie->borrower_stage, pp_)), tie->id, tie->name,
-                             "tied-grad"))->wait();
+    tie->group->recv(buffer, p2p(tie->peer, tie->id, tie->name, "tied-grad"))->wait();
     tie->pending = buffer;
   }
 }
@@ -105,8 +112,7 @@ void TiedParameters::after_backward(int64_t stage, bool last_of_stage) {
     if (tie->owner_here || tie->borrower_stage != stage) continue;
     at::Tensor grad = tie->tensor.grad().defined() ? tie->tensor.grad().contiguous() : at::zeros_like(tie->tensor);
     tie->tensor.mutable_grad() = at::Tensor();
-    auto work = group_->send(grad, p2p(static_cast<int>(rank_of_stage(tie->owner_stage, pp_)), tie->id, tie->name,
-                                       "tied-grad"));
+    auto work = tie->group->send(grad, p2p(tie->peer, tie->id, tie->name, "tied-grad"));
     sends_.emplace_back(std::move(work), grad);
   }
 }
@@ -118,17 +124,16 @@ void TiedParameters::after_step(DataParallel& dp) {
   NamedTensors values;
   if (owner) values = dp.full_parameters();  // gathers sharded parameters (a collective over dp)
   for (const auto& tie : ties_) {
-    const int peer = static_cast<int>(rank_of_stage(tie->owner_here ? tie->borrower_stage : tie->owner_stage, pp_));
     if (tie->owner_here) {
       at::Tensor value;
       for (const auto& [name, t] : values) {
         if (name == tie->name) value = t.detach().to(tie->tensor.scalar_type()).contiguous().clone();
       }
       PLAIT_CHECK(value.defined(), concat("the data plugin returned no value for the tied parameter ", tie->name), "");
-      sends_.emplace_back(group_->send(value, p2p(peer, tie->id, tie->name, "tied-value")), value);
+      sends_.emplace_back(tie->group->send(value, p2p(tie->peer, tie->id, tie->name, "tied-value")), value);
     } else {
       at::Tensor buffer = at::empty(tie->tensor.sizes(), tie->tensor.options().requires_grad(false));
-      group_->recv(buffer, p2p(peer, tie->id, tie->name, "tied-value"))->wait();
+      tie->group->recv(buffer, p2p(tie->peer, tie->id, tie->name, "tied-value"))->wait();
       at::NoGradGuard no_grad;
       tie->tensor.copy_(buffer);
     }

@@ -6,7 +6,10 @@
 // adds it in its last backward of the owning stage (so data-parallel hooks see the whole
 // gradient); after the optimizer step the owner sends the updated value back. The
 // gradient is the single-process one up to summation order, and the global norm counts
-// the parameter once.
+// the parameter once. The two ranks of a tie talk over a group of their own (as
+// Megatron's embedding group), so that its messages never interleave with the
+// schedule's: under NCCL, messages between two ranks match in posting order, and the
+// borrower's gradient is ready at a point of its list that the owner's is not.
 #include <map>
 #include <memory>
 #include <string>
@@ -24,8 +27,10 @@ namespace plait {
 class TiedParameters {
  public:
   // Finds the ties between this rank's stages and other ranks' in the whole model.
+  // `pp_groups`: makes the ties' pair groups (null when pp = 1). Collective over the
+  // pipeline group: every pipeline rank builds the same ties from the whole model.
   TiedParameters(const StageModel& whole, const StagePartition& partition, int64_t pp, int64_t pp_rank,
-                 Communicator* pp_group);
+                 GroupMaker* pp_groups);
 
   // Drops from this rank's units the borrowed names this class now carries.
   void unlink_borrowed(StageModel& rank_model) const;
@@ -47,10 +52,10 @@ class TiedParameters {
     at::Tensor tensor;         // the owner's trained parameter, or the borrower's mirror
     at::Tensor pending;        // owner: the borrower's gradient, added by the hook
     int id = 0;
+    Communicator* group = nullptr;  // the owner's and the borrower's own
+    int peer = 0;                   // the other end's rank in it
   };
   std::vector<std::shared_ptr<Tie>> ties_;
-  int64_t pp_ = 1;
-  Communicator* group_ = nullptr;
   std::vector<std::pair<std::shared_ptr<Work>, at::Tensor>> sends_;
 };
 

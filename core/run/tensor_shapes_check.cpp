@@ -24,6 +24,7 @@ class ShapeOnlyGroup final : public Communicator {
   std::shared_ptr<Work> broadcast(at::Tensor&, const BroadcastOptions&) override { return refuse(); }
   std::shared_ptr<Work> send(const at::Tensor&, const PointToPointOptions&) override { return refuse(); }
   std::shared_ptr<Work> recv(at::Tensor&, const PointToPointOptions&) override { return refuse(); }
+  std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>&) override { return {refuse()}; }
   std::shared_ptr<Work> barrier(const CommOptions&) override { return refuse(); }
 
  private:

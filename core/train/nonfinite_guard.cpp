@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "distributed/rank_device.hpp"
 #include "log/logging.hpp"
 #include "util/short_number.hpp"
 
@@ -76,11 +77,11 @@ std::vector<int> NonFiniteGuard::ranks_that_saw_it(bool here) const {
   flags[world.rank()] = here ? 1 : 0;
   if (Communicator* everyone = world.all()) {
     const bool cuda = plan_.config->table("train").get<std::string>("device") == "cuda";
-    at::Tensor staged = cuda ? flags.to(at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan_.local_rank))) : flags;
+    at::Tensor staged = flags.to(rank_device(cuda, plan_.local_rank));
     AllReduceOptions o;
     o.tag = {"core", "nonfinite-ranks", "", -1};
     everyone->all_reduce(staged, o)->wait();
-    flags = staged.cpu();
+    flags = staged.cpu();  // only on the way to stopping or skipping: outside the hot path's accounting
   }
   std::vector<int> out;
   for (int r = 0; r < world.size(); ++r) {

@@ -1,5 +1,6 @@
 #include "train/rank.hpp"
 
+#include "distributed/rank_device.hpp"
 #include "distributed/tensor_gather.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
@@ -16,8 +17,9 @@ PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& na
 }
 
 at::Device compute_device(const RunPlan& plan) {
-  if (plan.config->table("train").get<std::string>("device") != "cuda") return at::Device(c10::kCPU);
-  return at::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(plan.local_rank));
+  const at::Device device = rank_device(plan.config->table("train").get<std::string>("device") == "cuda", plan.local_rank);
+  use_rank_device(device);  // a single process has no communicators that set it before
+  return device;
 }
 
 // 1. The tensor plugin's factory makes sharded layers; without one, dense layers.
@@ -47,7 +49,7 @@ void build_stages(const RunPlan& plan, Rank& rank) {
       build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
   for (const auto& p : whole.parameters()) rank.splits[p.name] = p.split;
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
-  rank.tied = std::make_unique<TiedParameters>(whole, pipeline.partition, pp, pp_rank, plan.world->group(Axis::pp));
+  rank.tied = std::make_unique<TiedParameters>(whole, pipeline.partition, pp, pp_rank, plan.world->group_maker(Axis::pp));
   rank.tied->unlink_borrowed(rank.stages.model);
 }
 

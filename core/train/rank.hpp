@@ -16,6 +16,7 @@
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "train/host_reads.hpp"
 #include "train/trainer.hpp"
 
 namespace plait {
@@ -32,6 +33,7 @@ struct Rank {
   PluginInstance<Offload> offload;
   PluginInstance<DataParallel> dp;
   std::unique_ptr<PipelineExecutor> executor;
+  CountingReader host_reads;  // every device-to-host read the core makes
 };
 
 // Collective over every rank (data plugins broadcast or shard their state).

@@ -18,12 +18,16 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank)
   flops_per_token_ = flops_per_token(plan.model, resolve_seq_len(plan.config->table("data"), plan.model));
   peak_flops_ = train.get<double>("peak_flops");
   steps_ = train.get<int64_t>("steps");
+  log_every_ = train.get<int64_t>("log_every");
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
   }
 }
 
 void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps) {
+  if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
+  reads_by_step_.push_back(rank_.host_reads.take());
+  if (step % log_every_ != 0 && step != steps_ && out.result.applied) return;
   const MemoryStats mem = cpu_memory_stats();
   const StateBytes state = rank_.dp.plugin->state_bytes();
   const CommStats::Drained comm = plan_.world->stats().drain();
@@ -56,8 +60,10 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   with_comm.emplace_back("comm_bytes", static_cast<int64_t>(comm_bus_bytes(comm)));
   nlohmann::ordered_json record = step_record(figures, mine, comm, every_rank(with_comm));
   for (const auto& [key, value] : rank_.metrics.drain()) record[key] = value;
+  reads_by_step_.back() += rank_.host_reads.take();  // the gathered figures
+  record["host_reads_by_step"] = reads_by_step_;      // this rank's, every step since the last record
+  reads_by_step_.clear();
   if (metrics_) metrics_->write(record);
-  if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   core_log().info(format_progress({step, steps_, out.loss, out.lr, out.result.grad_norm, out.seconds * 1e3, tokens_per_s,
                                    figures.mfu, mem.peak_bytes, elapsed}));
@@ -65,7 +71,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
 
 // Every rank's figures, gathered over all ranks so that rank 0's metrics.jsonl holds
 // them. Its few bytes are counted in the next step's traffic.
-std::vector<RankFigures> StepReporter::every_rank(const RankFigures& mine) const {
+std::vector<RankFigures> StepReporter::every_rank(const RankFigures& mine) {
   std::vector<int64_t> numbers;
   for (const auto& f : mine) numbers.push_back(f.second);
   at::Tensor local = at::tensor(numbers, at::TensorOptions().dtype(at::kLong)).to(rank_.device);
@@ -76,7 +82,7 @@ std::vector<RankFigures> StepReporter::every_rank(const RankFigures& mine) const
     o.tag = {"core", "rank-report", "", -1};
     everyone->all_gather(all, local, o)->wait();
   }
-  all = all.cpu();
+  all = rank_.host_reads.read(all, "rank report");
   const auto* values = all.data_ptr<int64_t>();
   std::vector<RankFigures> out(static_cast<std::size_t>(all.numel() / local.numel()));
   for (std::size_t r = 0; r < out.size(); ++r) {

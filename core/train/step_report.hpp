@@ -1,6 +1,8 @@
 #pragma once
 // What a step is reported as: one record in metrics.jsonl (every rank's figures gathered
-// to rank 0, which writes it) and one progress line.
+// to rank 0, which writes it) and one progress line, every [train] log_every steps (and
+// at the last step and any skipped one); the run status after every step. Communication
+// and plugin figures in a record cover the steps since the one before.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -20,13 +22,14 @@ class StepReporter {
   void after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps);
 
  private:
-  std::vector<RankFigures> every_rank(const RankFigures& mine) const;
+  std::vector<RankFigures> every_rank(const RankFigures& mine);
 
   const RunPlan& plan_;
   Rank& rank_;
   std::unique_ptr<MetricsWriter> metrics_;  // rank 0's
   double flops_per_token_ = 0.0, peak_flops_ = 1.0;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, log_every_ = 1;
+  std::vector<int64_t> reads_by_step_;  // device-to-host reads of the steps not yet recorded
   std::chrono::steady_clock::time_point start_;
 };
 

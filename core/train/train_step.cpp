@@ -27,19 +27,24 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates) {
   const auto start = std::chrono::steady_clock::now();
   StepOutcome out;
   const std::vector<Batch> batches = next_batches();
-  double local_tokens = 0.0;
-  for (const auto& b : batches) local_tokens += static_cast<double>(b.targets.ne(-1).sum().item<int64_t>());
   // The loss of a step is normalised by the tokens of the whole global batch.
-  out.tokens = static_cast<int64_t>(global_sum(local_tokens, {Axis::dp}, "token-count"));
-  out.schedule = rank_.executor->run(batches, static_cast<double>(out.tokens), dumps_.requests(step));
+  const at::Tensor tokens = summed(local_tokens(batches), plan_.world->group(Axis::dp), "token-count");
+  out.schedule = rank_.executor->run(batches, tokens, dumps_.requests(step));
   dumps_.after_schedule(step, batches, out.schedule);
-  if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) out.schedule.loss_sum = std::nan("");
-  out.loss_finite_here = std::isfinite(out.schedule.loss_sum);
-  // Only the last stage computes the loss: the pipeline group sums it to every stage.
-  out.loss = global_sum(out.schedule.loss_sum, {Axis::dp, Axis::pp}, "loss-sum") / static_cast<double>(out.tokens);
+  at::Tensor loss_here = out.schedule.loss_sum;
+  if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) loss_here = loss_here * std::nan("");
   out.lr = lr_.at(step);
-  out.result = rank_.dp.plugin->step(
-      {.step = updates + 1, .lr = out.lr, .grad_clip = grad_clip_, .loss_finite = std::isfinite(out.loss)});
+  // The global loss, this rank's share and the tokens are read with the gradient norm,
+  // in the step's one read.
+  const at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
+  out.result = rank_.dp.plugin->step({.step = updates + 1,
+                                      .lr = out.lr,
+                                      .grad_clip = grad_clip_,
+                                      .loss_figures = figures,
+                                      .reader = &rank_.host_reads});
+  out.loss = out.result.loss_figures.at(0);
+  out.loss_finite_here = std::isfinite(out.result.loss_figures.at(1));
+  out.tokens = static_cast<int64_t>(out.result.loss_figures.at(2));
   if (out.result.applied) rank_.tied->after_step(*rank_.dp.plugin);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -51,18 +56,36 @@ std::vector<Batch> StepRunner::next_batches() {
   return batches;
 }
 
-// Summed over the groups of `axes` in turn, in float64. The core's small collectives use
-// the compute device: NCCL takes no host tensors.
-double StepRunner::global_sum(double local, std::initializer_list<Axis> axes, const std::string& what) const {
+// Batches are host data: counting their tokens reads nothing from the device.
+double StepRunner::local_tokens(const std::vector<Batch>& batches) {
+  double n = 0.0;
+  for (const auto& b : batches) n += static_cast<double>(b.targets.ne(-1).sum().item<int64_t>());
+  return n;
+}
+
+// `local` summed over `group` (if any), as a 0-dim float64 tensor on the compute device
+// (NCCL takes no host tensors), left there.
+at::Tensor StepRunner::summed(double local, Communicator* group, const std::string& what) const {
   at::Tensor t = at::full({1}, local, at::TensorOptions().dtype(at::kDouble).device(rank_.device));
-  for (Axis axis : axes) {
-    Communicator* group = plan_.world->group(axis);
-    if (group == nullptr) continue;
+  if (group != nullptr) {
     AllReduceOptions o;
-    o.tag = {"core", axis == Axis::pp ? what + "-pp" : what, "", -1};
+    o.tag = {"core", what, "", -1};
     group->all_reduce(t, o)->wait();
   }
-  return t.item<double>();
+  return t.reshape({});
+}
+
+// Only the last stage computes the loss, and each of its tp ranks the same: one sum over
+// every rank of the first tp rank's shares (the others add nothing but a non-finite
+// value, which must stop every rank).
+at::Tensor StepRunner::global_loss(const at::Tensor& loss_here) const {
+  Communicator* everyone = plan_.world->all();
+  if (everyone == nullptr) return loss_here;
+  at::Tensor t = (plan_.world->mesh().coords().tp == 0 ? loss_here : loss_here * 0.0).reshape({1}).clone();
+  AllReduceOptions o;
+  o.tag = {"core", "loss-sum", "", -1};
+  everyone->all_reduce(t, o)->wait();
+  return t.reshape({});
 }
 
 }  // namespace plait

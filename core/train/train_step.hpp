@@ -4,7 +4,6 @@
 // then the optimizer step, which the core withholds when the loss or the gradient norm
 // is not finite (data_parallel.hpp).
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <memory>
 #include <vector>
@@ -35,7 +34,9 @@ class StepRunner {
 
  private:
   std::vector<Batch> next_batches();
-  double global_sum(double local, std::initializer_list<Axis> axes, const std::string& what) const;
+  static double local_tokens(const std::vector<Batch>& batches);
+  at::Tensor summed(double local, Communicator* group, const std::string& what) const;
+  at::Tensor global_loss(const at::Tensor& loss_here) const;
 
   const RunPlan& plan_;
   Rank& rank_;

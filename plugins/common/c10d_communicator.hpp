@@ -82,6 +82,24 @@ class C10dCommunicator final : public Communicator {
     std::vector<at::Tensor> v{t};
     return wrap(backend_->recv(v, o.peer, o.tag_id));
   }
+  // NCCL coalesces the group into one ncclGroupStart/End and gives one Work for it;
+  // gloo's sends never wait for their receive, so posting them in turn is the same.
+  std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
+    std::vector<std::shared_ptr<Work>> works;
+    if (!backend_->supportsCoalescing()) {
+      for (auto& op : ops) works.push_back(post(op));
+      return works;
+    }
+    backend_->startCoalescing();
+    try {
+      for (auto& op : ops) post(op);
+    } catch (...) {
+      backend_->endCoalescing();
+      throw;
+    }
+    works.assign(ops.size(), wrap(backend_->endCoalescing()));
+    return works;
+  }
   std::shared_ptr<Work> barrier(const CommOptions& o) override {
     c10d::BarrierOptions opts;
     set_timeout(opts, o);
@@ -89,6 +107,9 @@ class C10dCommunicator final : public Communicator {
   }
 
  private:
+  std::shared_ptr<Work> post(PointToPoint& op) {
+    return op.kind == PointToPoint::Kind::send ? send(op.tensor, op.options) : recv(op.tensor, op.options);
+  }
   c10d::ReduceOp reduce_op(ReduceOp op) const {
     switch (op) {
       case ReduceOp::sum: return c10d::ReduceOp::SUM;

@@ -1,7 +1,8 @@
 #pragma once
-// The pieces every schedule plugin emits: a forward with its receive before and its
-// send after, a backward likewise. Receives are posted just before the compute that
-// reads them; sends never block (see sdk/include/plait/sdk/pipeline.hpp).
+// The pieces gpipe and 1f1b emit: a forward with its receive before and its send after,
+// a backward likewise. Adjacent transfers form one group (a forward's send with the next
+// backward's receive in 1F1B's steady state), which is what NCCL's order needs for these
+// schedules (see sdk/include/plait/sdk/pipeline.hpp).
 #include <vector>
 
 #include "plait/sdk/pipeline.hpp"

@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "common/c10d_communicator.hpp"
+#include "nccl_order.hpp"
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 
@@ -59,6 +60,7 @@ class GlooBackend final : public plait::CommBackend {
   void configure(const plait::PluginContext& context) override {
     threads_ = static_cast<int>(context.options->get<int64_t>("threads"));
     interface_ = context.options->find<std::string>("interface").value_or("");
+    nccl_order_ = context.options->get<std::string>("p2p") == "nccl";
   }
 
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
@@ -72,13 +74,16 @@ class GlooBackend final : public plait::CommBackend {
     const int size = static_cast<int>(spec.ranks.size());
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(plait::c10d_comm::group_store(spec), spec.group_rank, size,
                                                           options);
-    return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "gloo", spec.group_rank, size,
-                                                                /*supports_avg=*/false);
+    auto gloo = std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "gloo", spec.group_rank, size,
+                                                                     /*supports_avg=*/false);
+    if (!nccl_order_) return gloo;
+    return plait::gloo_plugin::with_nccl_p2p_order(std::move(gloo), spec.name, spec.timeout);
   }
 
  private:
   int threads_ = 2;
   std::string interface_;
+  bool nccl_order_ = false;
 };
 
 }  // namespace

@@ -6,7 +6,6 @@
 
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
-#include "schedule_steps.hpp"
 
 namespace {
 
@@ -18,8 +17,6 @@ class Interleaved1F1B final : public plait::PipelineSchedule {
   int64_t stages_per_rank() const override { return virtual_stages_; }
 
   std::vector<plait::Action> actions(const plait::ScheduleSpec& spec, int64_t pp_rank) const override {
-    using plait::schedules::add_backward;
-    using plait::schedules::add_forward;
     const int64_t m = spec.microbatches, p = spec.pp, v = spec.stages_per_rank, stages = spec.stages();
     PLAIT_CHECK(m % p == 0,
                 plait::concat("interleaved-1f1b needs the microbatches (train.grad_accum = ", m,
@@ -33,14 +30,39 @@ class Interleaved1F1B final : public plait::PipelineSchedule {
     };
     auto microbatch_of = [&](int64_t k) { return (k / (p * v)) * p + k % p; };
     const int64_t warmup = m == p ? total : std::min((p - pp_rank - 1) * 2 + (v - 1) * p, total);
-    std::vector<plait::Action> out;
-    for (int64_t k = 0; k < warmup; ++k) add_forward(out, stage_of(k, true), microbatch_of(k), stages);
-    for (int64_t k = 0; k + warmup < total; ++k) {
-      add_forward(out, stage_of(warmup + k, true), microbatch_of(warmup + k), stages);
-      add_backward(out, stage_of(k, false), microbatch_of(k), stages);
+    // Megatron's order of sends and receives: each forward's or backward's sends go out
+    // with the receives of the next ones in one group (send_forward_backward_recv_
+    // forward_backward), so that two ranks holding each other's stages never each
+    // wait in a send for a receive the other has queued behind its own.
+    using plait::Action;
+    using T = plait::ActionType;
+    std::vector<Action> out;
+    const Action none{T::weight_grad, -1, -1};
+    auto fwd = [&](int64_t k) { return k < total ? Action{T::forward, stage_of(k, true), microbatch_of(k)} : none; };
+    auto bwd = [&](int64_t k) { return k < total ? Action{T::backward, stage_of(k, false), microbatch_of(k)} : none; };
+    // The sends of a forward and a backward just run, the receives of the next ones.
+    auto group = [&](Action sent_f, Action sent_b, Action next_f, Action next_b) {
+      if (sent_f.stage >= 0 && sent_f.stage < stages - 1) out.push_back({T::send_activation, sent_f.stage, sent_f.microbatch});
+      if (sent_b.stage > 0) out.push_back({T::send_grad, sent_b.stage, sent_b.microbatch});
+      if (next_f.stage > 0) out.push_back({T::recv_activation, next_f.stage, next_f.microbatch});
+      if (next_b.stage >= 0 && next_b.stage < stages - 1) out.push_back({T::recv_grad, next_b.stage, next_b.microbatch});
+    };
+    const int64_t steady = total - warmup;
+    group(none, none, fwd(0), none);
+    for (int64_t k = 0; k < warmup; ++k) {
+      out.push_back(fwd(k));
+      // The last warm-up forward also posts the first backward's receive.
+      group(fwd(k), none, fwd(k + 1), k == warmup - 1 && steady > 0 ? bwd(0) : none);
     }
-    for (int64_t k = std::max<int64_t>(total - warmup, 0); k < total; ++k) {
-      add_backward(out, stage_of(k, false), microbatch_of(k), stages);
+    for (int64_t k = 0; k < steady; ++k) {
+      out.push_back(fwd(warmup + k));
+      out.push_back(bwd(k));
+      group(fwd(warmup + k), bwd(k), k + 1 < steady ? fwd(warmup + k + 1) : none, bwd(k + 1));
+    }
+    if (steady == 0) group(none, none, none, bwd(0));
+    for (int64_t k = steady; k < total; ++k) {
+      out.push_back(bwd(k));
+      group(none, bwd(k), none, bwd(k + 1));
     }
     return out;
   }

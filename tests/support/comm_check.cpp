@@ -1,8 +1,12 @@
 // One rank of the communicator tests: joins a world through a comm plugin the way
 // `plait run` does (rank 0 hosts the store), checks every operation's result against
 // arithmetic, and exits 0 or prints what was wrong. Started N times by the tests.
-//   comm_check <plugin> [cpu|cuda] [timeout-check]
+//   comm_check <plugin> [cpu|cuda] [timeout-check|nccl-order]
+// nccl-order: gloo with [gloo] p2p = "nccl" on 2 ranks; the send/recv ring goes through
+// batch_p2p, then a message order that NCCL would mismatch, and a pair of lone sends
+// that would deadlock, must each fail with the sentence that names them.
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 #include <thread>
@@ -31,7 +35,7 @@ void expect(bool ok, const std::string& what) {
 
 OpTag tag(const char* unit) { return {"comm_check", "test", unit, -1}; }
 
-void check_all(Communicator& c, at::ScalarType dtype, const at::Device& device) {
+void check_all(Communicator& c, at::ScalarType dtype, const at::Device& device, bool batched) {
   const int n = c.size(), r = c.rank();
   const auto opts = at::TensorOptions().dtype(dtype).device(device);
   const std::string type = c10::toString(dtype);
@@ -81,13 +85,81 @@ void check_all(Communicator& c, at::ScalarType dtype, const at::Device& device) 
     to.peer = (r + 1) % n;
     from.peer = (r + n - 1) % n;
     to.tag = from.tag = tag("ring");
-    auto receiving = c.recv(in, from);
-    auto sending = c.send(out, to);
-    sending->wait();
-    receiving->wait();
+    if (batched) {  // under NCCL's order every rank's lone send would wait for a receive queued behind it
+      std::vector<PointToPoint> ops = {{PointToPoint::Kind::send, out, to}, {PointToPoint::Kind::recv, in, from}};
+      for (auto& w : c.batch_p2p(ops)) w->wait();
+    } else {
+      auto receiving = c.recv(in, from);
+      auto sending = c.send(out, to);
+      sending->wait();
+      receiving->wait();
+    }
     expect(at::equal(in, at::full({3}, ((r + n - 1) % n) * 10.0, opts)), "send/recv ring " + type);
   }
   c.barrier({})->wait();
+}
+
+std::string failure_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no failure";
+}
+
+void expect_sentence(const std::string& what, const std::string& sentence) {
+  expect(what.find(sentence) != std::string::npos, "expected \"" + sentence + "\" in: " + what);
+}
+
+// Two ranks; each check on a group of its own, since a failed group stays failed.
+void check_nccl_order(World& world, int rank) {
+  const auto opts = at::TensorOptions().dtype(at::kFloat);
+  PointToPointOptions o;
+  o.peer = 1 - rank;
+  o.tag = {"comm_check", "test", "order", -1};
+  // Made first: a rank that fails early must not leave the other joining alone.
+  Communicator& order = *world.subgroup(Axis::dp, "order", {0, 1});
+  Communicator& cycle = *world.subgroup(Axis::dp, "cycle", {0, 1});
+  // Rank 0 sends tag 1 then tag 2; rank 1 receives tag 2 first.
+  at::Tensor a = at::full({3}, 1.0, opts), b = at::full({3}, 2.0, opts);
+  const std::string mismatch = failure_of([&] {
+    if (rank == 0) {
+      o.tag_id = 1;
+      auto first = order.send(a, o);
+      o.tag_id = 2;
+      auto second = order.send(b, o);
+      first->wait();
+      second->wait();
+    } else {
+      o.tag_id = 2;
+      order.recv(b, o)->wait();
+    }
+  });
+  if (rank == 1) {
+    expect_sentence(mismatch, "[gloo] p2p = \"nccl\": on group dp.0.order, messages from rank 0 to rank 1 match out "
+                              "of order: message 1 is rank 0's send for tag id 1 (12 bytes), but rank 1 posted it "
+                              "for comm_check test order (tag id 2, 12 bytes)");
+  } else {
+    expect_sentence(mismatch, "rank 0's send to rank 1 for comm_check test order (message 1 to that rank) did not "
+                              "complete within 3 s");
+  }
+  CommOptions patient;
+  patient.timeout = std::chrono::seconds(20);
+  world.group(Axis::dp)->barrier(patient)->wait();  // rank 1 found its mismatch at once, rank 0 timed out
+  // Each rank sends before it receives, as two lone operations: a cycle under NCCL.
+  o.tag = {"comm_check", "test", "cycle", -1};
+  const std::string deadlock = failure_of([&] {
+    auto sending = cycle.send(a, o);
+    auto receiving = cycle.recv(b, o);
+    sending->wait();
+    receiving->wait();
+  });
+  expect_sentence(deadlock, concat("rank ", rank, "'s send to rank ", 1 - rank, " for comm_check test cycle (message "
+                                   "1 to that rank) did not complete within 3 s"));
+  world.group(Axis::dp)->barrier(patient)->wait();  // neither leaves while the other's cycle still waits
+  std::cout << "rank " << rank << ": NCCL's order refused as expected: " << mismatch.substr(0, mismatch.find('\n'))
+            << std::endl;
 }
 
 }  // namespace
@@ -97,6 +169,7 @@ int main(int argc, char** argv) {
     const std::string plugin = argc > 1 ? argv[1] : "gloo";
     const bool cuda = argc > 2 && std::string(argv[2]) == "cuda";
     const bool timeout_check = argc > 3 && std::string(argv[3]) == "timeout-check";
+    const bool nccl_order = argc > 3 && std::string(argv[3]) == "nccl-order";
     auto worker = worker_from_env(std::nullopt, std::nullopt);
     PLAIT_CHECK(worker.has_value(), "comm_check needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT", "");
     const auto timeout = std::chrono::seconds(30);
@@ -106,12 +179,13 @@ int main(int argc, char** argv) {
     join_all_ranks(*store, worker->rank, worker->world_size, timeout);
     PluginRegistry registry = discover_plugins();
     auto backend = std::static_pointer_cast<CommBackend>(registry.create(*registry.find(plugin)));
-    const std::map<std::string, OptionValue> defaults = {{"threads", int64_t{2}}, {"high_priority_stream", false}};
+    const std::map<std::string, OptionValue> defaults = {{"threads", int64_t{2}}, {"high_priority_stream", false},
+                                                         {"p2p", std::string(nccl_order ? "nccl" : "gloo")}};
     Options options(plugin, defaults);
     PluginContext context{plugin, &options, &core_log(), nullptr, worker->rank, worker->world_size};
     backend->configure(context);
     DistSettings settings;
-    settings.collective_timeout = std::chrono::seconds(timeout_check ? 2 : 30);
+    settings.collective_timeout = std::chrono::seconds(timeout_check ? 2 : nccl_order ? 3 : 30);
     MeshShape shape{1, worker->world_size, 1};
     const at::Device device = cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(worker->local_rank))
                                    : at::Device(at::kCPU);
@@ -140,7 +214,8 @@ int main(int argc, char** argv) {
       }
       return failures == 0 ? 0 : 1;
     }
-    for (auto dtype : {at::kFloat, at::kDouble}) check_all(dp, dtype, device);
+    for (auto dtype : {at::kFloat, at::kDouble}) check_all(dp, dtype, device, nccl_order || plugin == "nccl");
+    if (nccl_order) check_nccl_order(*world, worker->rank);
     // Every operation was counted, with the ring-algorithm volume.
     const auto drained = world->stats().drain();
     const auto& reduce = drained.by_op.at(axis + ".all_reduce");

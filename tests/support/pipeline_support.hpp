@@ -25,12 +25,24 @@ void expect_pipeline_equivalent(const std::string& schedule, int pp, const std::
 }  // namespace plait::test
 
 // The equivalence matrix every schedule must pass: 2 and 4 pipeline ranks, gpt2 and
-// llama, float64 and float32, on models of `layers2` and `layers4` blocks.
+// llama, float64 and float32, on models of `layers2` and `layers4` blocks; and in
+// float64 under NCCL's point-to-point semantics ([gloo] p2p = "nccl") on sequences of
+// 256 positions, whose messages are past any buffer NCCL would give a blocking send.
 #define PLAIT_PIPELINE_CASE(schedule, family, pp, dtype, layers)                                           \
   TEST_CASE(schedule " on " #pp " ranks, " family ", " dtype ", equals the single process", "[" schedule "]") { \
     plait::test::expect_pipeline_equivalent(schedule, pp, family, dtype, {}, layers);                      \
   }
+#define PLAIT_PIPELINE_NCCL_CASE(schedule, family, pp, layers)                                                  \
+  TEST_CASE(schedule " on " #pp " ranks, " family ", float64, under NCCL's point-to-point order, equals the single " \
+            "process", "[" schedule "]") {                                                                       \
+    plait::test::expect_pipeline_equivalent(schedule, pp, family, "float64",                                     \
+                                            {"gloo.p2p=nccl", "data.seq_len=256", "model.block_size=256"}, layers); \
+  }
 #define PLAIT_PIPELINE_EQUIVALENCE_MATRIX(schedule, layers2, layers4)   \
+  PLAIT_PIPELINE_NCCL_CASE(schedule, "gpt2", 2, layers2)                \
+  PLAIT_PIPELINE_NCCL_CASE(schedule, "gpt2", 4, layers4)                \
+  PLAIT_PIPELINE_NCCL_CASE(schedule, "llama", 2, layers2)               \
+  PLAIT_PIPELINE_NCCL_CASE(schedule, "llama", 4, layers4)               \
   PLAIT_PIPELINE_CASE(schedule, "gpt2", 2, "float64", layers2)          \
   PLAIT_PIPELINE_CASE(schedule, "gpt2", 2, "float32", layers2)          \
   PLAIT_PIPELINE_CASE(schedule, "gpt2", 4, "float64", layers4)          \

@@ -109,6 +109,66 @@ TEST_CASE("the schedule checker refuses each broken rule, naming rank and action
                       "forward of stage 1 microbatch 0"));
 }
 
+namespace {
+
+// GPipe's lists on 2 ranks: every forward, then every backward; the last rank takes
+// the microbatches' forwards in `order`.
+std::vector<Action> gpipe_first(int64_t m) {
+  std::vector<Action> out;
+  for (int64_t i = 0; i < m; ++i) out.insert(out.end(), {{A::forward, 0, i}, {A::send_activation, 0, i}});
+  for (int64_t i = 0; i < m; ++i) out.insert(out.end(), {{A::recv_grad, 0, i}, {A::backward, 0, i}});
+  return out;
+}
+std::vector<Action> gpipe_last(const std::vector<int64_t>& order) {
+  std::vector<Action> out;
+  for (int64_t i : order) out.insert(out.end(), {{A::recv_activation, 1, i}, {A::forward, 1, i}});
+  for (int64_t i : order) out.insert(out.end(), {{A::backward, 1, i}, {A::send_grad, 1, i}});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a schedule that gloo runs but NCCL would mismatch or deadlock is refused with the ranks and messages",
+          "[pipeline]") {
+  const ScheduleSpec spec{2, 1, 4};
+  CHECK(refusal({gpipe_first(4), gpipe_last({0, 1, 2, 3})}, spec) == "accepted");
+  // Rank 1 takes microbatch 1 before 0: gloo matches by tag, NCCL by order, so NCCL
+  // would hand microbatch 0's activation to microbatch 1's receive.
+  CHECK_THAT(refusal({gpipe_first(4), gpipe_last({1, 0, 2, 3})}, spec),
+             Contains("pipeline schedule 'test' (pp 2, 1 virtual stages per rank, 4 microbatches): ranks 0 and 1 "
+                      "would mismatch under NCCL: rank 0's message 1 to rank 1 is its send_activation of stage 0 "
+                      "microbatch 0, but rank 1's receive 1 from rank 0 is its recv_activation of stage 1 microbatch 1"));
+  // Rank 1 runs each microbatch's forward and backward in turn while rank 0 runs every
+  // forward first: rank 0's third activation waits in its queue for a receive that
+  // rank 1 posts with its first gradient, which waits for a receive that rank 0 queued
+  // behind that activation.
+  std::vector<Action> in_turn;
+  for (int64_t i = 0; i < 4; ++i) {
+    in_turn.insert(in_turn.end(),
+                   {{A::recv_activation, 1, i}, {A::forward, 1, i}, {A::backward, 1, i}, {A::send_grad, 1, i}});
+  }
+  CHECK_THAT(refusal({gpipe_first(4), in_turn}, spec),
+             Contains("under NCCL's point-to-point order the ranks would wait for each other forever: rank 0's "
+                      "send_activation of stage 0 microbatch 2 to rank 1 waits for rank 1's recv_activation of stage 1 "
+                      "microbatch 2 from rank 0, queued behind an earlier group of rank 1; rank 1's send_grad of "
+                      "stage 1 microbatch 0 to rank 0 waits for rank 0's recv_grad of stage 0 microbatch 0 from rank "
+                      "1, queued behind an earlier group of rank 0"));
+}
+
+TEST_CASE("every built-in schedule passes the NCCL order check on 2, 4 and 8 ranks", "[pipeline]") {
+  for (const std::string schedule : {"gpipe", "1f1b", "interleaved-1f1b"}) {
+    for (int pp : {2, 4, 8}) {
+      for (int m : {8, 16}) {
+        for (const std::string v : {"2", "4"}) {
+          INFO(schedule << " pp " << pp << " m " << m << " v " << v);
+          CHECK_NOTHROW(quickstart_schedule(schedule, pp, m,
+                                            {"interleaved-1f1b.virtual_stages=" + v, "model.n_layer=" + std::to_string(pp * 4)}));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the sequential schedule runs each microbatch's forward then backward", "[pipeline]") {
   const SchedulePlan plan = plan_schedule(nullptr, "none", 1, 3);
   CHECK(plan.ranks.front().size() == 6);

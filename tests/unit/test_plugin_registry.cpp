@@ -103,6 +103,6 @@ TEST_CASE("a plugin object keeps its library loaded after the registry is gone",
   dp->setup({nullptr, &model, {}, nullptr});
   at::Tensor ids = at::randint(0, 32, {2, 8}, at::TensorOptions().dtype(at::kLong));
   model.forward(ids).sum().backward();
-  CHECK(dp->step({1, 1e-3, 0.0}).grad_norm > 0.0);
+  CHECK(dp->step({.step = 1, .lr = 1e-3, .grad_clip = 0.0, .loss_figures = {}, .reader = nullptr}).grad_norm > 0.0);
   dp.reset();  // destroy runs inside the library, which unloads after it
 }

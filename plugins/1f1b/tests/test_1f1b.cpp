@@ -39,6 +39,12 @@ THREE_D_EQUIVALENCE("gpt2", "zero stage 3", "parallel.data=zero", "zero.stage=3"
 THREE_D_EQUIVALENCE("llama", "fsdp", "parallel.data=fsdp")
 // Stages send each other 1/t of the positions.
 THREE_D_EQUIVALENCE("gpt2", "ddp with sequence parallel", "parallel.data=ddp", "megatron.sequence_parallel=true")
+// Under NCCL's point-to-point semantics, on sequences of 256 positions.
+THREE_D_EQUIVALENCE("gpt2", "ddp under NCCL's point-to-point order", "parallel.data=ddp", "gloo.p2p=nccl",
+                    "data.seq_len=256", "model.block_size=256")
+THREE_D_EQUIVALENCE("llama", "zero stage 3 with sequence parallel under NCCL's point-to-point order",
+                    "parallel.data=zero", "zero.stage=3", "megatron.sequence_parallel=true", "gloo.p2p=nccl",
+                    "data.seq_len=256", "model.block_size=256")
 THREE_D_EQUIVALENCE("llama", "zero stage 3 with sequence parallel", "parallel.data=zero", "zero.stage=3",
                     "megatron.sequence_parallel=true")
 // Dropout keyed on global samples and positions: each dp rank's rows, each stage's sites,

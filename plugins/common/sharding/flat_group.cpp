@@ -2,12 +2,16 @@
 
 #include <algorithm>
 
+#include <c10/core/DeviceGuard.h>
+
 namespace plait::sharding {
 
 void allocate_storage(const at::Tensor& tensor) {
   c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
   const auto nbytes = static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
   if (storage->nbytes() == nbytes) return;
+  // The CUDA caching allocator allocates on the current device: make it the tensor's.
+  const c10::DeviceGuard on_its_device(tensor.device());
   storage->set_data_ptr_noswap(storage->allocator()->allocate(nbytes));
   storage->set_nbytes(nbytes);
 }

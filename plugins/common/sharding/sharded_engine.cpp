@@ -528,11 +528,13 @@ void ShardedEngine::update_group(FlatGroup& g, const UpdateArgs& args) {
   at::NoGradGuard no_grad;
   at::Tensor grad = g.grad_shard.scalar_type() == master_dtype_ ? g.grad_shard : g.grad_shard.to(master_dtype_);
   if (args.clip_coef < 1.0) grad.mul_(args.clip_coef);
+  AdamWTensors all;  // each parameter's run of the shard: decay differs between them
   for (const auto& s : g.segments) {
-    at::Tensor param = g.master.narrow(0, s.offset, s.length);
-    AdamWState state{g.moments.exp_avg.narrow(0, s.offset, s.length), g.moments.exp_avg_sq.narrow(0, s.offset, s.length)};
-    adamw_update(param, grad.narrow(0, s.offset, s.length), state, args.step, args.lr, adamw_, s.decay);
+    all.add(g.master.narrow(0, s.offset, s.length), grad.narrow(0, s.offset, s.length),
+            {g.moments.exp_avg.narrow(0, s.offset, s.length), g.moments.exp_avg_sq.narrow(0, s.offset, s.length)},
+            s.decay);
   }
+  adamw_update_all(all, args.step, args.lr, adamw_);
 }
 
 void ShardedEngine::clear_gradients(FlatGroup& g) {

@@ -56,3 +56,13 @@ TEST_CASE("gloo: a collective that times out names its group and its caller", "[
   REQUIRE_NOTHROW(run_ranks(2, {"gloo", "cpu", "timeout-check"}, dir));
   CHECK_THAT(read_file(dir / "rank-0.log"), Contains("timed out as expected"));
 }
+
+TEST_CASE("gloo under NCCL's point-to-point order: batched pairs pass, a mismatched order and a cycle of sends fail "
+          "naming them", "[plugin.gloo]") {
+  TempDir dir;
+  REQUIRE_NOTHROW(run_ranks(2, {"gloo", "cpu", "nccl-order"}, dir));
+  CHECK_THAT(read_file(dir / "rank-1.log"), Contains("rank 1 of 2: all operations correct"));
+  CHECK_THAT(read_file(dir / "rank-1.log"), Contains("rank 1: NCCL's order refused as expected: recv of 12 B on group dp.0.order for "
+                                                      "comm_check test order failed: [gloo] p2p = \"nccl\": on group "
+                                                      "dp.0.order, messages from rank 0 to rank 1 match out of order"));
+}

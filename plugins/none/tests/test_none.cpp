@@ -41,7 +41,7 @@ TEST_CASE("none: one step is exactly clip-then-AdamW on every parameter", "[plug
     sum_sq += squared_norm(p.tensor.grad());
   }
   const double max_norm = 0.5 * std::sqrt(sum_sq);  // forces clipping
-  const StepResult r = f.dp->step({1, 1e-2, max_norm});
+  const StepResult r = f.dp->step({.step = 1, .lr = 1e-2, .grad_clip = max_norm, .loss_figures = {}, .reader = nullptr});
   CHECK(r.grad_norm == Approx(std::sqrt(sum_sq)));
   const double coef = clip_coefficient(r.grad_norm, max_norm);
   for (std::size_t i = 0; i < params.size(); ++i) {

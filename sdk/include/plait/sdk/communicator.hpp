@@ -27,6 +27,15 @@ struct OpTag {
   int64_t microbatch = -1;
 };
 
+// "ddp grad-sync bucket 3 (microbatch 2)": who asked, as hang reports and errors name it.
+inline std::string describe_tag(const OpTag& tag) {
+  std::string who = tag.plugin.empty() ? std::string("unknown caller") : tag.plugin;
+  if (!tag.phase.empty()) who += " " + tag.phase;
+  if (!tag.unit.empty()) who += " " + tag.unit;
+  if (tag.microbatch >= 0) who += " (microbatch " + std::to_string(tag.microbatch) + ")";
+  return who;
+}
+
 struct CommOptions {
   std::chrono::milliseconds timeout{0};  // 0: the communicator's default
   OpTag tag;
@@ -42,7 +51,17 @@ struct BroadcastOptions : CommOptions {
 };
 struct PointToPointOptions : CommOptions {
   int peer = 0;  // rank within the group
+  // Tells this pair's messages apart on backends that match by tag (gloo). NCCL ignores
+  // it: there, messages between two ranks match in the order they are posted.
   int tag_id = 0;
+};
+
+// One operation of a batch_p2p group.
+struct PointToPoint {
+  enum class Kind { send, recv };
+  Kind kind = Kind::send;
+  at::Tensor tensor;  // read by a send, written by a recv
+  PointToPointOptions options;
 };
 
 class PLAIT_SDK_VISIBLE Work {
@@ -73,6 +92,13 @@ class PLAIT_SDK_VISIBLE Communicator {
   virtual std::shared_ptr<Work> broadcast(at::Tensor& tensor, const BroadcastOptions& o) = 0;
   virtual std::shared_ptr<Work> send(const at::Tensor& tensor, const PointToPointOptions& o) = 0;
   virtual std::shared_ptr<Work> recv(at::Tensor& tensor, const PointToPointOptions& o) = 0;
+  // Posts the operations as one group, as NCCL's ncclGroupStart/End (c10d's
+  // batch_isend_irecv) does: they progress together, so two ranks may each send to the
+  // other before either receives. Under NCCL a lone send may wait until its receive is
+  // posted, and a rank's point-to-point operations run in the order they were posted;
+  // a pair's opposite messages must therefore share a group. One Work per operation, in
+  // order. A backend whose sends never wait (gloo) may post them one by one.
+  virtual std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) = 0;
   virtual std::shared_ptr<Work> barrier(const CommOptions& o) = 0;
 };
 

@@ -21,11 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/core/Tensor.h>
+#include <ATen/ATen.h>
 
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
 #include "plait/sdk/grad_norm.hpp"
+#include "plait/sdk/host_read.hpp"
 #include "plait/sdk/model.hpp"
 #include "plait/sdk/optim.hpp"
 #include "plait/sdk/plugin.hpp"
@@ -44,13 +45,18 @@ struct StepArgs {
   int64_t step = 1;         // AdamW's step: updates applied so far + 1
   double lr = 0.0;
   double grad_clip = 0.0;   // max global norm; 0 turns clipping off
-  bool loss_finite = true;  // the step's global loss; a non-finite one discards the step
+  // The core's figures of the step on the device (float64), read with the norms in the
+  // step's one device-to-host copy. The first is the global loss: a non-finite one
+  // discards the step. Undefined: no figures.
+  at::Tensor loss_figures;
+  HostReader* reader = nullptr;  // the core's counting reader; null reads uncounted
 };
 
 struct StepResult {
-  double grad_norm = 0.0;         // global gradient norm before clipping
-  bool applied = true;            // false: the norm or the loss was not finite; nothing was updated
-  bool grads_finite_here = true;  // this rank's own gradients were finite
+  double grad_norm = 0.0;          // global gradient norm before clipping
+  bool applied = true;             // false: the norm or the loss was not finite; nothing was updated
+  bool grads_finite_here = true;   // this rank's own gradients were finite
+  std::vector<double> loss_figures;  // StepArgs::loss_figures, read
 };
 
 // Bytes of model state this rank holds, split by where they live.
@@ -95,9 +101,15 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   // three hooks below.
   StepResult step(const StepArgs& args) {
     const GradNorm norm = grad_norm();
-    StepResult result{norm.norm, std::isfinite(norm.norm) && args.loss_finite, norm.finite_here};
+    const at::Tensor host = read_step_figures(norm, args);
+    const double* v = host.data_ptr<double>();
+    StepResult result;
+    result.grad_norm = std::sqrt(v[0]);
+    result.grads_finite_here = std::isfinite(v[1]);
+    result.loss_figures.assign(v + 2, v + host.numel());
+    result.applied = std::isfinite(result.grad_norm) && (result.loss_figures.empty() || std::isfinite(v[2]));
     if (result.applied) {
-      update({args.step, args.lr, clip_coefficient(norm.norm, args.grad_clip)});
+      update({args.step, args.lr, clip_coefficient(result.grad_norm, args.grad_clip)});
     } else {
       discard_gradients();
     }
@@ -118,6 +130,14 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   virtual void update(const UpdateArgs& args) = 0;
   // Clear the step's gradients; parameters and optimizer state stay as they are.
   virtual void discard_gradients() = 0;
+
+ private:
+  static at::Tensor read_step_figures(const GradNorm& norm, const StepArgs& args) {
+    std::vector<at::Tensor> parts = {norm.squared.reshape({1}), norm.squared_here.reshape({1})};
+    if (args.loss_figures.defined()) parts.push_back(args.loss_figures.reshape({-1}).to(norm.squared.device()));
+    const at::Tensor values = at::cat(parts).to(at::kDouble);
+    return args.reader != nullptr ? args.reader->read(values, "optimizer step") : values.cpu().contiguous();
+  }
 };
 
 }  // namespace plait

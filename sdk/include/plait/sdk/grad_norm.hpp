@@ -4,8 +4,8 @@
 // of the split parameters and whole copies of the others. Each rank sums its squares
 // by kind, and the sums are reduced where they are spread, so every rank gets the norm
 // the single process computes.
-#include <cmath>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -15,20 +15,31 @@
 
 namespace plait {
 
-// The step's global gradient norm, the same on every rank, and whether this rank's own
-// part of it was finite (so that a non-finite norm can be traced to the ranks whose
-// gradients made it).
+// The step's squared gradient norm on the device (float64 scalars), so that computing
+// it reads nothing back to the host: the global one, the same on every rank, and this
+// rank's own part (so that a non-finite norm can be traced to the ranks whose gradients
+// made it). The core's step reads both with the loss, in one copy (data_parallel.hpp).
 struct GradNorm {
-  double norm = 0.0;
-  bool finite_here = true;
+  at::Tensor squared;       // global
+  at::Tensor squared_here;  // this rank's own squares, before any reduction
 };
 
+// Each gradient's norm, kept on its device until the sums are taken.
 struct SquaredNorms {
-  double whole = 0.0;  // parameters every tp rank holds whole
-  double split = 0.0;  // tp-split parameters: this rank's slices
+  std::vector<at::Tensor> whole;  // parameters every tp rank holds whole
+  std::vector<at::Tensor> split;  // tp-split parameters: this rank's slices
 
   void add(const TensorSplit& split_of, const at::Tensor& grad) {
-    (split_of.dim >= 0 ? split : whole) += squared_norm(grad);
+    (split_of.dim >= 0 ? split : whole).push_back(at::linalg_vector_norm(grad, 2).reshape({1}));
+  }
+  // [sum of whole squares, sum of split squares], float64 on `options`' device; each
+  // norm is squared in float64, as squared_norm() does.
+  at::Tensor sums(const at::TensorOptions& options) const {
+    const auto f64 = options.dtype(at::kDouble);
+    auto total = [&](const std::vector<at::Tensor>& norms) {
+      return norms.empty() ? at::zeros({1}, f64) : at::cat(norms).to(f64).square().sum().reshape({1});
+    };
+    return at::cat({total(whole), total(split)});
   }
 };
 
@@ -38,9 +49,8 @@ struct SquaredNorms {
 // where the reduction runs (the compute device: NCCL takes no host tensors).
 inline GradNorm global_grad_norm(const SquaredNorms& local, Communicator* shards, Communicator* tp, Communicator* pp,
                                  const at::TensorOptions& options, const std::string& plugin) {
-  const bool finite_here = std::isfinite(local.whole + local.split);
-  if (shards == nullptr && tp == nullptr && pp == nullptr) return {std::sqrt(local.whole + local.split), finite_here};
-  at::Tensor sums = at::tensor({local.whole, local.split}, at::TensorOptions().dtype(at::kDouble)).to(options.device());
+  at::Tensor sums = local.sums(options);
+  const at::Tensor here = sums.sum();
   if (shards != nullptr) {
     AllReduceOptions o;
     o.tag = {plugin, "grad-norm", "", -1};
@@ -58,8 +68,7 @@ inline GradNorm global_grad_norm(const SquaredNorms& local, Communicator* shards
     o.tag = {plugin, "grad-norm-pp", "", -1};
     pp->all_reduce(sums, o)->wait();
   }
-  sums = sums.cpu();
-  return {std::sqrt(sums[0].item<double>() + sums[1].item<double>()), finite_here};
+  return {sums.sum(), here};
 }
 
 }  // namespace plait

@@ -12,9 +12,15 @@
 //   - backward(s, i) of a stage s < S-1 reads the gradient of an earlier recv_grad(s, i);
 //     the last stage's backward starts from the loss;
 //   - send_grad(s, i) (s > 0) follows backward(s, i) and goes to stage s-1.
-// Sends never block; a receive is posted at its action and waited for by the compute
-// that needs it, so a schedule may post receives early. Data-parallel hooks see the
-// backwards of a rank in list order (see data_parallel.hpp).
+// Each run of adjacent send/recv actions (no compute between them) is posted as one
+// batch_p2p group; a receive is waited for by the compute that needs it, so a schedule
+// may post receives early. The lists must work under NCCL's semantics: the k-th
+// message a rank sends to another is the other's k-th receive from it, a send may wait
+// until its receive is posted, and a rank's groups run one after another; so a pair's
+// opposite messages belong in one group (Megatron's send_forward_recv_backward). The
+// core plays the lists that way before launch and names the ranks and messages of a
+// mismatch or deadlock. Data-parallel hooks see the backwards of a rank in list order
+// (see data_parallel.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>

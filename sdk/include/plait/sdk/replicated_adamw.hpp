@@ -60,13 +60,13 @@ class ReplicatedAdamW {
   // has a gradient, then releases the gradients (or leaves them, see release_grads).
   void update(const UpdateArgs& args) {
     at::NoGradGuard no_grad;
+    AdamWTensors all;
     for (std::size_t i = 0; i < s_.params.size(); ++i) {
       at::Tensor& param = s_.params[i].tensor;
-      if (!param.grad().defined()) continue;
-      at::Tensor grad = param.grad();
-      if (args.clip_coef < 1.0) grad.mul_(args.clip_coef);
-      adamw_update(param, grad, state_[i], args.step, args.lr, s_.adamw, s_.params[i].decay);
+      if (param.grad().defined()) all.add(param, param.grad(), state_[i], s_.params[i].decay);
     }
+    if (args.clip_coef < 1.0 && !all.grads.empty()) at::_foreach_mul_(all.grads, args.clip_coef);
+    adamw_update_all(all, args.step, args.lr, s_.adamw);
     discard();
   }
 

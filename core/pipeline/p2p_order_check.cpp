@@ -1,0 +1,225 @@
+#include "pipeline/p2p_order_check.hpp"
+
+#include <map>
+#include <tuple>
+
+#include "pipeline/schedule_check.hpp"
+#include "pipeline/transfer_groups.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+constexpr const char* kHint =
+    "under NCCL a send waits until its receive is posted and a rank's point-to-point groups run in posting order; "
+    "the executor posts each run of adjacent send/recv actions as one group, so put a pair's opposite messages "
+    "next to each other, and both ranks' messages to each other in the same order";
+
+// One send or receive of one rank's list.
+struct Op {
+  Action action;
+  int rank = 0, peer = 0;
+  std::size_t group = 0;  // index into its rank's groups
+  bool done = false;
+  Op* match = nullptr;
+};
+
+// What crosses: the direction, the sending stage and the microbatch.
+std::tuple<bool, int64_t, int64_t> message_of(const Action& a) {
+  const bool gradient = a.type == ActionType::send_grad || a.type == ActionType::recv_grad;
+  return {gradient, is_send(a.type) ? a.stage : peer_stage(a), a.microbatch};
+}
+
+std::string as_seen(const Op& op) {
+  return concat(describe(op.action), is_send(op.action.type) ? " to rank " : " from rank ", op.peer);
+}
+
+struct Rank {
+  std::vector<std::vector<Op*>> groups;
+  std::vector<std::ptrdiff_t> item_group;  // per action: its group, or -1 for a compute
+  std::size_t host = 0;                    // next action the host reaches
+  std::size_t posted = 0;                  // groups posted
+  std::size_t head = 0;                    // first group not complete
+  std::map<std::pair<int64_t, int64_t>, bool> computed;  // (stage, microbatch) of backwards done
+  std::map<std::tuple<int, int64_t, int64_t>, Op*> recv_of;  // (type, stage, microbatch) of each receive
+};
+
+class OrderPlay {
+ public:
+  OrderPlay(const std::vector<std::vector<Action>>& lists, const ScheduleSpec& spec, const std::string& where)
+      : lists_(lists), spec_(spec), where_(where), ranks_(lists.size()) {
+    build();
+  }
+
+  void match() {
+    std::map<std::pair<int, int>, std::vector<Op*>> sends, recvs;  // (from, to), in posting order
+    for (auto& op : ops_) {
+      if (is_send(op.action.type)) sends[{op.rank, op.peer}].push_back(&op);
+      else recvs[{op.peer, op.rank}].push_back(&op);
+    }
+    for (auto& [pair, sent] : sends) {
+      const auto& got = recvs[pair];
+      for (std::size_t k = 0; k < sent.size(); ++k) {
+        if (k < got.size() && message_of(sent[k]->action) == message_of(got[k]->action)) {
+          sent[k]->match = got[k];
+          got[k]->match = sent[k];
+          continue;
+        }
+        fail(concat("ranks ", pair.first, " and ", pair.second, " would mismatch under NCCL: rank ", pair.first,
+                    "'s message ", k + 1, " to rank ", pair.second, " is its ", describe(sent[k]->action),
+                    ", but rank ", pair.second, "'s receive ", k + 1, " from rank ", pair.first, " is its ",
+                    k < got.size() ? describe(got[k]->action) : std::string("missing")));
+      }
+    }
+  }
+
+  void play() {
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::size_t r = 0; r < ranks_.size(); ++r) moved = advance_host(r) || moved;
+      for (std::size_t r = 0; r < ranks_.size(); ++r) moved = advance_groups(r) || moved;
+    }
+    std::string stuck;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const Rank& k = ranks_[r];
+      if (k.host == lists_[r].size() && k.head == k.groups.size()) continue;
+      stuck += concat(stuck.empty() ? "" : "; ", held_at(r));
+    }
+    if (!stuck.empty()) fail(concat("under NCCL's point-to-point order the ranks would wait for each other forever: ", stuck));
+  }
+
+ private:
+  void build() {
+    std::size_t transfers = 0;  // ops_ never grows past this: groups point into it
+    for (const auto& list : lists_) {
+      for (const Action& a : list) transfers += is_transfer(a.type) ? 1 : 0;
+    }
+    ops_.reserve(transfers);
+    for (std::size_t r = 0; r < lists_.size(); ++r) {
+      const auto& list = lists_[r];
+      Rank& rank = ranks_[r];
+      rank.item_group.assign(list.size(), -1);
+      for (std::size_t k = 0; k < list.size();) {
+        if (!is_transfer(list[k].type)) {
+          ++k;
+          continue;
+        }
+        const std::size_t end = transfer_group_end(list, k);
+        rank.groups.emplace_back();
+        for (; k < end; ++k) {
+          const Action& a = list[k];
+          ops_.push_back({a, static_cast<int>(r), static_cast<int>(rank_of_stage(peer_stage(a), spec_.pp)),
+                          rank.groups.size() - 1});
+          rank.groups.back().push_back(&ops_.back());
+          rank.item_group[k] = static_cast<std::ptrdiff_t>(rank.groups.size() - 1);
+          if (!is_send(a.type)) rank.recv_of[{static_cast<int>(a.type), a.stage, a.microbatch}] = &ops_.back();
+        }
+      }
+    }
+  }
+
+  // The receive a compute reads, or null.
+  const Op* input_of(std::size_t r, const Action& a) const {
+    auto recv = [&](ActionType t) { return ranks_[r].recv_of.at({static_cast<int>(t), a.stage, a.microbatch}); };
+    if (a.type == ActionType::forward && a.stage > 0) return recv(ActionType::recv_activation);
+    if (a.type == ActionType::backward && a.stage < spec_.stages() - 1) return recv(ActionType::recv_grad);
+    return nullptr;
+  }
+
+  // The first stage's last backward adds the tied gradient the last stage sends after
+  // its own last backward.
+  bool tie_ready(const Action& a) const {
+    if (spec_.pp == 1 || a.type != ActionType::backward || a.stage != 0 || a.microbatch != last_backward_microbatch(0, 0)) {
+      return true;
+    }
+    const int64_t last = spec_.stages() - 1, borrower = rank_of_stage(last, spec_.pp);
+    return ranks_[static_cast<std::size_t>(borrower)].computed.count({last, last_backward_microbatch(borrower, last)}) != 0;
+  }
+
+  int64_t last_backward_microbatch(int64_t rank, int64_t stage) const {
+    int64_t mb = -1;
+    for (const Action& a : lists_[static_cast<std::size_t>(rank)]) {
+      if (a.type == ActionType::backward && a.stage == stage) mb = a.microbatch;
+    }
+    return mb;
+  }
+
+  bool advance_host(std::size_t r) {
+    Rank& rank = ranks_[r];
+    const auto& list = lists_[r];
+    bool moved = false;
+    while (rank.host < list.size()) {
+      const Action& a = list[rank.host];
+      if (rank.item_group[rank.host] >= 0) {
+        rank.posted = static_cast<std::size_t>(rank.item_group[rank.host]) + 1;
+      } else {
+        const Op* input = input_of(r, a);
+        if ((input != nullptr && !input->done) || !tie_ready(a)) break;
+        if (a.type == ActionType::backward) rank.computed[{a.stage, a.microbatch}] = true;
+      }
+      ++rank.host;
+      moved = true;
+    }
+    return moved;
+  }
+
+  bool active(const Op& op) const {
+    const Rank& rank = ranks_[static_cast<std::size_t>(op.rank)];
+    return op.group == rank.head && rank.head < rank.posted;
+  }
+
+  bool advance_groups(std::size_t r) {
+    Rank& rank = ranks_[r];
+    bool moved = false;
+    while (rank.head < rank.posted) {
+      bool complete = true;
+      for (Op* op : rank.groups[rank.head]) {
+        if (!op->done && active(*op->match)) {
+          op->done = op->match->done = true;
+          moved = true;
+        }
+        complete = complete && op->done;
+      }
+      if (!complete) break;
+      ++rank.head;
+      moved = true;
+    }
+    return moved;
+  }
+
+  std::string held_at(std::size_t r) const {
+    const Rank& rank = ranks_[r];
+    if (rank.head < rank.posted) {
+      for (const Op* op : rank.groups[rank.head]) {
+        if (op->done) continue;
+        const Rank& peer = ranks_[static_cast<std::size_t>(op->peer)];
+        const bool posted = op->match->group < peer.posted;
+        const std::string where =
+            posted ? concat(", queued behind an earlier group of rank ", op->peer)
+                   : concat(", which rank ", op->peer, " has not posted: it waits to run ",
+                            describe(lists_[static_cast<std::size_t>(op->peer)][peer.host]));
+        return concat("rank ", r, "'s ", as_seen(*op), " waits for rank ", op->peer, "'s ", as_seen(*op->match), where);
+      }
+    }
+    if (rank.host < lists_[r].size()) return concat("rank ", r, " waits to run ", describe(lists_[r][rank.host]));
+    return concat("rank ", r, " is done");
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(concat(where_, what), kHint); }
+
+  const std::vector<std::vector<Action>>& lists_;
+  const ScheduleSpec& spec_;
+  std::string where_;
+  std::vector<Op> ops_;
+  std::vector<Rank> ranks_;
+};
+
+}  // namespace
+
+void check_p2p_order(const std::vector<std::vector<Action>>& ranks, const ScheduleSpec& spec, const std::string& where) {
+  OrderPlay play(ranks, spec, where);
+  play.match();
+  play.play();
+}
+
+}  // namespace plait

@@ -1,0 +1,58 @@
+// Device-to-host reads per step, through the core's own accounting (metrics
+// host_reads_by_step): one per step (the optimizer step's norm with the loss figures),
+// plus one for the gathered figures on a logged step, under replicated and sharded data
+// parallel and a pipeline; and the records of a run that logs every 4th step.
+#include <catch2/catch.hpp>
+
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+
+namespace {
+
+// metrics.jsonl of an 8-step quickstart run with `sets` on top.
+std::vector<nlohmann::json> run_records(const TempDir& dir, const std::vector<std::string>& sets) {
+  std::vector<std::string> args = {"run", source_path("configs/quickstart.toml"), "--steps", "8", "--out",
+                                   (dir / "run").string()};
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  ProcessResult r = run_plait(args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return read_metrics(dir / "run");
+}
+
+void expect_one_read_per_step(const std::vector<std::string>& sets) {
+  TempDir dir;
+  std::vector<std::string> every_fourth = sets;
+  every_fourth.push_back("train.log_every=4");
+  const auto records = run_records(dir, every_fourth);
+  REQUIRE(records.size() == 2);
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    INFO(records[k].dump());
+    CHECK(records[k].at("step").get<int>() == 4 * static_cast<int>(k + 1));
+    CHECK(records[k].at("host_reads_by_step") == nlohmann::json::array({1, 1, 1, 2}));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("one device-to-host read per step outside logged steps: ddp on 2 ranks", "[runs]") {
+  expect_one_read_per_step({});
+}
+
+TEST_CASE("one device-to-host read per step outside logged steps: zero stage 3 on a 2-stage 1f1b pipeline", "[runs]") {
+  expect_one_read_per_step({"parallel.dp=1", "parallel.pp=2", "parallel.pipeline=1f1b", "parallel.data=zero",
+                            "zero.stage=3", "train.grad_accum=4"});
+}
+
+TEST_CASE("logging every step reads twice per step, and the losses do not depend on log_every", "[runs]") {
+  TempDir every, fourth;
+  const auto all = run_records(every, {});
+  const auto some = run_records(fourth, {"train.log_every=4"});
+  REQUIRE(all.size() == 8);
+  for (const auto& r : all) CHECK(r.at("host_reads_by_step") == nlohmann::json::array({2}));
+  REQUIRE(some.size() == 2);
+  CHECK(some[0].at("loss").get<double>() == all[3].at("loss").get<double>());
+  CHECK(some[1].at("loss").get<double>() == all[7].at("loss").get<double>());
+}
