@@ -40,7 +40,6 @@ struct Rank {
   std::size_t host = 0;                    // next action the host reaches
   std::size_t posted = 0;                  // groups posted
   std::size_t head = 0;                    // first group not complete
-  std::map<std::pair<int64_t, int64_t>, bool> computed;  // (stage, microbatch) of backwards done
   std::map<std::tuple<int, int64_t, int64_t>, Op*> recv_of;  // (type, stage, microbatch) of each receive
 };
 
@@ -49,6 +48,8 @@ class OrderPlay {
   OrderPlay(const std::vector<std::vector<Action>>& lists, const ScheduleSpec& spec, const std::string& where)
       : lists_(lists), spec_(spec), where_(where), ranks_(lists.size()) {
     build();
+    owner_last_ = last_backward_of(0);
+    borrower_last_ = last_backward_of(spec.stages() - 1);
   }
 
   void match() {
@@ -129,19 +130,19 @@ class OrderPlay {
   // The first stage's last backward adds the tied gradient the last stage sends after
   // its own last backward.
   bool tie_ready(const Action& a) const {
-    if (spec_.pp == 1 || a.type != ActionType::backward || a.stage != 0 || a.microbatch != last_backward_microbatch(0, 0)) {
-      return true;
-    }
-    const int64_t last = spec_.stages() - 1, borrower = rank_of_stage(last, spec_.pp);
-    return ranks_[static_cast<std::size_t>(borrower)].computed.count({last, last_backward_microbatch(borrower, last)}) != 0;
+    return spec_.pp == 1 || !same(a, owner_last_) || tie_sent_;
   }
 
-  int64_t last_backward_microbatch(int64_t rank, int64_t stage) const {
-    int64_t mb = -1;
-    for (const Action& a : lists_[static_cast<std::size_t>(rank)]) {
-      if (a.type == ActionType::backward && a.stage == stage) mb = a.microbatch;
+  static bool same(const Action& a, const Action& b) {
+    return a.type == b.type && a.stage == b.stage && a.microbatch == b.microbatch;
+  }
+
+  Action last_backward_of(int64_t stage) const {
+    Action last{ActionType::backward, stage, -1};
+    for (const Action& a : lists_[static_cast<std::size_t>(rank_of_stage(stage, spec_.pp))]) {
+      if (a.type == ActionType::backward && a.stage == stage) last.microbatch = a.microbatch;
     }
-    return mb;
+    return last;
   }
 
   bool advance_host(std::size_t r) {
@@ -155,7 +156,7 @@ class OrderPlay {
       } else {
         const Op* input = input_of(r, a);
         if ((input != nullptr && !input->done) || !tie_ready(a)) break;
-        if (a.type == ActionType::backward) rank.computed[{a.stage, a.microbatch}] = true;
+        tie_sent_ = tie_sent_ || same(a, borrower_last_);
       }
       ++rank.host;
       moved = true;
@@ -212,6 +213,8 @@ class OrderPlay {
   std::string where_;
   std::vector<Op> ops_;
   std::vector<Rank> ranks_;
+  Action owner_last_, borrower_last_;  // the tie's ends: the first stage's and the last stage's last backward
+  bool tie_sent_ = false;              // the last stage ran its last backward
 };
 
 }  // namespace

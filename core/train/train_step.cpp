@@ -57,21 +57,20 @@ std::vector<Batch> StepRunner::next_batches() {
 }
 
 // Batches are host data: counting their tokens reads nothing from the device.
-double StepRunner::local_tokens(const std::vector<Batch>& batches) {
+at::Tensor StepRunner::local_tokens(const std::vector<Batch>& batches) const {
   double n = 0.0;
   for (const auto& b : batches) n += static_cast<double>(b.targets.ne(-1).sum().item<int64_t>());
-  return n;
+  return at::full({}, n, at::TensorOptions().dtype(at::kDouble).device(rank_.device));
 }
 
-// `local` summed over `group` (if any), as a 0-dim float64 tensor on the compute device
-// (NCCL takes no host tensors), left there.
-at::Tensor StepRunner::summed(double local, Communicator* group, const std::string& what) const {
-  at::Tensor t = at::full({1}, local, at::TensorOptions().dtype(at::kDouble).device(rank_.device));
-  if (group != nullptr) {
-    AllReduceOptions o;
-    o.tag = {"core", what, "", -1};
-    group->all_reduce(t, o)->wait();
-  }
+// `local` (a 0-dim float64 tensor on the compute device: NCCL takes no host tensors)
+// summed over `group`, if any, and left on the device.
+at::Tensor StepRunner::summed(const at::Tensor& local, Communicator* group, const std::string& what) {
+  if (group == nullptr) return local;
+  at::Tensor t = local.reshape({1}).clone();
+  AllReduceOptions o;
+  o.tag = {"core", what, "", -1};
+  group->all_reduce(t, o)->wait();
   return t.reshape({});
 }
 
@@ -79,13 +78,8 @@ at::Tensor StepRunner::summed(double local, Communicator* group, const std::stri
 // every rank of the first tp rank's shares (the others add nothing but a non-finite
 // value, which must stop every rank).
 at::Tensor StepRunner::global_loss(const at::Tensor& loss_here) const {
-  Communicator* everyone = plan_.world->all();
-  if (everyone == nullptr) return loss_here;
-  at::Tensor t = (plan_.world->mesh().coords().tp == 0 ? loss_here : loss_here * 0.0).reshape({1}).clone();
-  AllReduceOptions o;
-  o.tag = {"core", "loss-sum", "", -1};
-  everyone->all_reduce(t, o)->wait();
-  return t.reshape({});
+  const at::Tensor share = plan_.world->mesh().coords().tp == 0 ? loss_here : loss_here * 0.0;
+  return summed(share, plan_.world->all(), "loss-sum");
 }
 
 }  // namespace plait

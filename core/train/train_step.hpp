@@ -34,8 +34,8 @@ class StepRunner {
 
  private:
   std::vector<Batch> next_batches();
-  static double local_tokens(const std::vector<Batch>& batches);
-  at::Tensor summed(double local, Communicator* group, const std::string& what) const;
+  at::Tensor local_tokens(const std::vector<Batch>& batches) const;
+  static at::Tensor summed(const at::Tensor& local, Communicator* group, const std::string& what);
   at::Tensor global_loss(const at::Tensor& loss_here) const;
 
   const RunPlan& plan_;
