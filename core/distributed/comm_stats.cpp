@@ -24,20 +24,64 @@ uint64_t CommStats::issue(const std::string& axis, const std::string& op, const 
   c.payload_bytes += payload_bytes;
   c.bus_bytes += bus_bytes;
   const uint64_t id = next_id_++;
-  pending_[id] = {key, PendingOp{id, std::move(description), std::chrono::steady_clock::now(), std::move(is_completed)}};
+  pending_[id] = {key, PendingOp{.id = id,
+                                 .description = std::move(description),
+                                 .issued = std::chrono::steady_clock::now(),
+                                 .is_completed = std::move(is_completed),
+                                 .held = std::nullopt}};
   return id;
 }
 
-void CommStats::complete(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
+void CommStats::finish(Pending::iterator it, std::optional<double> device_seconds,
+                       std::chrono::steady_clock::time_point now) {
   counters_[it->second.first].seconds +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second.issued).count();
+      device_seconds.value_or(std::chrono::duration<double>(now - it->second.second.issued).count());
   pending_.erase(it);
 }
 
+void CommStats::complete(uint64_t id, std::optional<double> device_seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pending_.find(id);
+  if (it != pending_.end()) finish(it, device_seconds, std::chrono::steady_clock::now());
+}
+
+void CommStats::waited(uint64_t id, double blocked, HeldOp work) {
+  // Asked outside the lock: a backend's completion query may take its own locks.
+  const bool done = work.is_completed();
+  const std::optional<double> device_seconds = done ? work.device_seconds() : std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  counters_[it->second.first].exposed_seconds += blocked;
+  if (done) {
+    finish(it, device_seconds, std::chrono::steady_clock::now());
+  } else {
+    it->second.second.held = std::move(work);
+  }
+}
+
+namespace {
+
+bool is_done(const PendingOp& op) {
+  if (op.held) return op.held->is_completed();
+  return op.is_completed && op.is_completed();
+}
+
+}  // namespace
+
+void CommStats::settle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const auto next = std::next(it);
+    const PendingOp& op = it->second.second;
+    if (op.held && op.held->is_completed()) finish(it, op.held->device_seconds(), now);
+    it = next;
+  }
+}
+
 CommStats::Drained CommStats::drain() {
+  settle();
   std::lock_guard<std::mutex> lock(mutex_);
   Drained out;
   out.by_op.swap(counters_);
@@ -53,19 +97,19 @@ std::vector<std::string> CommStats::newly_overdue(std::chrono::milliseconds age)
   for (auto& [id, entry] : pending_) {
     PendingOp& op = entry.second;
     if (now - op.issued < age) continue;
-    if (op.is_completed && op.is_completed()) {
+    if (is_done(op)) {
       done.push_back(id);  // finished (or its handle was dropped) without anyone waiting
       continue;
     }
     if (op.reported) continue;
     op.reported = true;
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - op.issued).count();
-    out.push_back(op.description + ", in flight for " + std::to_string(seconds) + " s");
+    out.push_back(op.description + (op.held ? ", waited for and still running on the device" : "") + ", in flight for " +
+                  std::to_string(seconds) + " s");
   }
   for (uint64_t id : done) {
     auto it = pending_.find(id);
-    counters_[it->second.first].seconds += std::chrono::duration<double>(now - it->second.second.issued).count();
-    pending_.erase(it);
+    finish(it, it->second.second.held ? it->second.second.held->device_seconds() : std::nullopt, now);
   }
   return out;
 }

@@ -2,30 +2,42 @@
 // What every communicator did this step, per axis and operation: calls, payload bytes,
 // bus bytes (the ring-algorithm volume one rank sends, as nccl-tests counts it:
 // all-reduce 2M(n-1)/n, all-gather and reduce-scatter M(n-1)/n, broadcast and
-// send/recv M), and time from issue to completion. Also the operations still in flight,
-// for hang reports.
+// send/recv M), time (the device's own where the backend measures it, else issue to
+// completion) and exposed time (the host blocked in wait()). Also the operations still
+// in flight, for hang reports: on a GPU wait() returns before the kernel ends, so an
+// operation stays in flight, held, until its completion is seen on the device.
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace plait {
+
+// What the stats ask of an operation they hold after its wait() (a handle on its Work,
+// so that the stats stay free of LibTorch).
+struct HeldOp {
+  std::function<bool()> is_completed;
+  std::function<std::optional<double>()> device_seconds;
+};
 
 struct OpCounters {
   int64_t calls = 0;
   int64_t payload_bytes = 0;
   double bus_bytes = 0.0;
   double seconds = 0.0;
+  double exposed_seconds = 0.0;
 };
 
 struct PendingOp {
   uint64_t id = 0;
   std::string description;  // "all_reduce of 4.0 MiB on dp.0 for ddp grad-sync bucket 3 (microbatch 1)"
   std::chrono::steady_clock::time_point issued;
-  std::function<bool()> is_completed;
+  std::function<bool()> is_completed;  // false once its handle is gone unwaited: it counts as done
+  std::optional<HeldOp> held;           // after a wait() that returned early: polled until done
   bool reported = false;
 };
 
@@ -35,14 +47,21 @@ class CommStats {
   // plugin (or "core") that asked for it.
   uint64_t issue(const std::string& axis, const std::string& op, const std::string& caller, int64_t payload_bytes,
                  double bus_bytes, std::string description, std::function<bool()> is_completed);
-  // Marks it done (idempotent) and adds its time.
-  void complete(uint64_t id);
+  // Marks it done (idempotent) and adds its time: `device_seconds` where the backend
+  // measured it, else the time since issue.
+  void complete(uint64_t id, std::optional<double> device_seconds = std::nullopt);
+  // After wait() returned, `blocked` seconds later: the exposed time. Completes the
+  // operation, or, when `work` is still running on the device, holds it until settle()
+  // sees it done.
+  void waited(uint64_t id, double blocked, HeldOp work);
+  // Completes the held operations that have finished on the device.
+  void settle();
 
   struct Drained {
     std::map<std::string, OpCounters> by_op;   // "<axis>.<op>"
     std::map<std::string, double> bus_bytes_by_caller;
   };
-  // Counters since the last drain.
+  // Counters since the last drain (after a settle()).
   Drained drain();
 
   // Operations issued more than `age` ago and not yet complete; each is returned once.
@@ -53,11 +72,16 @@ class CommStats {
   static double bus_factor(const std::string& op, int group_size);
 
  private:
+  using Pending = std::map<uint64_t, std::pair<std::string, PendingOp>>;
+  // Adds the op's time to its counter and forgets it; the caller holds mutex_.
+  void finish(Pending::iterator it, std::optional<double> device_seconds,
+              std::chrono::steady_clock::time_point now);
+
   std::mutex mutex_;
   uint64_t next_id_ = 1;
   std::map<std::string, OpCounters> counters_;
   std::map<std::string, double> callers_;
-  std::map<uint64_t, std::pair<std::string, PendingOp>> pending_;  // id -> (counter key, op)
+  Pending pending_;  // id -> (counter key, op)
 };
 
 }  // namespace plait

@@ -22,10 +22,13 @@ class CountedWork final : public Work {
 
   bool is_completed() override {
     const bool done = inner_->is_completed();
-    if (done) stats_.complete(id_);
+    if (done) stats_.complete(id_, inner_->device_seconds());
     return done;
   }
+  // The host's time in here is the exposed time; on a GPU the operation may still be
+  // running when it returns, and the stats keep it until the device says it is done.
   void wait(std::chrono::milliseconds timeout) override {
+    const auto started = std::chrono::steady_clock::now();
     try {
       inner_->wait(timeout);
     } catch (const std::exception& e) {
@@ -33,9 +36,12 @@ class CountedWork final : public Work {
       throw Error(concat(description_, " failed: ", e.what()),
                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
     }
-    stats_.complete(id_);
+    stats_.waited(id_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                  HeldOp{.is_completed = [w = inner_] { return w->is_completed(); },
+                         .device_seconds = [w = inner_] { return w->device_seconds(); }});
   }
   std::exception_ptr exception() override { return inner_->exception(); }
+  std::optional<double> device_seconds() override { return inner_->device_seconds(); }
 
  private:
   std::shared_ptr<Work> inner_;

@@ -110,6 +110,7 @@ void World::watch(std::chrono::milliseconds hang_warning, Logger* log) {
   bool published = false;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+    stats_.settle();  // GPU operations waited for, now done on the device
     const auto overdue = stats_.newly_overdue(hang_warning);
     for (const auto& op : overdue) log->warn("rank ", rank(), " is still waiting: ", op);
     try {

@@ -29,6 +29,9 @@ Books g_device, g_host;
 std::atomic<int64_t> g_limit{0};
 std::atomic<bool> g_limit_hit{false};
 thread_local bool t_host = false;
+std::atomic<bool> g_all_host{false};
+
+bool booked_as_host() { return t_host || g_all_host.load(std::memory_order_relaxed); }
 
 // The byte count and domain live in a header just before the data. The data pointer is
 // also the deleter's context, as LibTorch's raw_allocate() callers (oneDNN scratch
@@ -57,16 +60,17 @@ class TrackingAllocator final : public c10::Allocator {
   c10::DataPtr allocate(size_t n) override {
     const auto bytes = static_cast<int64_t>(n);
     const int64_t limit = g_limit.load();
-    if (!t_host && limit > 0 && g_device.current.load() + bytes > limit) {
+    const bool host = booked_as_host();
+    if (!host && limit > 0 && g_device.current.load() + bytes > limit) {
       g_limit_hit = true;
       TORCH_CHECK_WITH(OutOfMemoryError, false, "plait device memory budget exceeded: allocating ", mib(bytes),
                        " MiB with ", mib(g_device.current.load()), " MiB in use would pass the budget of ", mib(limit),
                        " MiB (train.memory_limit_mb)");
     }
     char* raw = static_cast<char*>(base_->raw_allocate(n + kHeader));
-    const Header h{bytes, t_host ? 1 : 0};
+    const Header h{bytes, host ? 1 : 0};
     std::memcpy(raw, &h, sizeof(h));
-    (t_host ? g_host : g_device).add(bytes);
+    (host ? g_host : g_device).add(bytes);
     void* data = raw + kHeader;
     return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -104,8 +108,11 @@ void install_tracking_allocator() {
 }
 
 MemoryStats cpu_memory_stats() {
-  return {g_device.current.load(), g_device.peak.load(), g_host.current.load(), g_host.peak.load()};
+  const int64_t current = g_device.current.load(), peak = g_device.peak.load();
+  return {current, peak, g_host.current.load(), g_host.peak.load(), current, peak};
 }
+
+void book_cpu_as_host(bool all_host) { g_all_host = all_host; }
 
 void reset_cpu_memory_peak() {
   g_device.peak.store(g_device.current.load());

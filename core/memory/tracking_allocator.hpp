@@ -16,11 +16,17 @@ struct MemoryStats {
   int64_t peak_bytes = 0;
   int64_t host_current_bytes = 0;
   int64_t host_peak_bytes = 0;
+  // An accelerator's caching allocator holds more than it hands out; the CPU reserves
+  // nothing beyond what it allocates, so there these equal the device figures.
+  int64_t reserved_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
 };
 
 // Idempotent. Tensors allocated before it are simply not counted.
 void install_tracking_allocator();
 MemoryStats cpu_memory_stats();
+// On a rank whose device is an accelerator every CPU allocation is host memory.
+void book_cpu_as_host(bool all_host);
 // Starts a new peak window at the current allocation.
 void reset_cpu_memory_peak();
 // The device-domain budget in bytes; 0 removes it.

@@ -28,14 +28,20 @@ nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine
       {"host_mem_bytes", f.host_mem_bytes},
   };
   for (const auto& [key, value] : mine) record[key] = value;
-  double seconds = 0.0;
+  double seconds = 0.0, exposed = 0.0;
   nlohmann::ordered_json per_op = nlohmann::json::object();
   for (const auto& [key, c] : comm.by_op) {
     seconds += c.seconds;
-    per_op[key] = {{"calls", c.calls}, {"bytes", c.bus_bytes}, {"payload_bytes", c.payload_bytes}, {"ms", c.seconds * 1e3}};
+    exposed += c.exposed_seconds;
+    per_op[key] = {{"calls", c.calls},
+                   {"bytes", c.bus_bytes},
+                   {"payload_bytes", c.payload_bytes},
+                   {"ms", c.seconds * 1e3},
+                   {"exposed_ms", c.exposed_seconds * 1e3}};
   }
   record["comm_bytes"] = comm_bus_bytes(comm);
   record["comm_ms"] = seconds * 1e3;
+  record["comm_exposed_ms"] = exposed * 1e3;
   record["comm"] = per_op;
   record["comm_bytes_by"] = comm.bus_bytes_by_caller;
   nlohmann::ordered_json every = nlohmann::json::array();

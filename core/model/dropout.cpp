@@ -31,6 +31,27 @@ at::Tensor mix(at::Tensor h) {
   return h.bitwise_xor_(h.bitwise_right_shift(16));
 }
 
+// Where rows and features meet, the tensor is the activation's size: it is mixed in
+// int32 (a quarter of the bytes of int64 temporaries) by four Feistel rounds on two
+// 15-bit halves, whose products (< 2^15 * 2^16) never overflow a signed int32. The xor of
+// a row's and a feature's hash alone would give masks with a rectangle structure (two
+// rows differing by the same bits in every feature); the rounds break it.
+constexpr int64_t kFull30 = (int64_t{1} << 30) - 1;
+constexpr int64_t kHalf15 = (int64_t{1} << 15) - 1;
+constexpr int64_t kRoundKeys[] = {0xB5AD, 0xE3D1, 0x9E37, 0xC2B3};
+
+at::Tensor full_size_mix(const at::Tensor& rows, const at::Tensor& features) {
+  at::Tensor x = rows.bitwise_and(kFull30).to(at::kInt).bitwise_xor(features.bitwise_and(kFull30).to(at::kInt));
+  at::Tensor low = at::empty_like(x), round = at::empty_like(x);
+  for (int64_t k : kRoundKeys) {
+    at::bitwise_and_out(low, x, kHalf15);
+    round.copy_(low).mul_(k);  // mul_out with a scalar allocates a temporary of the full size
+    round.bitwise_right_shift_(11).bitwise_and_(kHalf15);
+    x.bitwise_right_shift_(15).bitwise_xor_(round).bitwise_or_(low.bitwise_left_shift_(15));
+  }
+  return x;
+}
+
 // FNV-1a, folded to 32 bits: the same on every rank and build (std::hash is not promised to be).
 uint32_t site_hash(const std::string& site) {
   uint64_t h = 1469598103934665603ULL;
@@ -62,14 +83,16 @@ at::Tensor dropout_keep_mask(const at::Tensor& x, const std::string& site, doubl
   const auto ids = at::TensorOptions().dtype(at::kLong).device(x.device());
   const uint32_t key = mix(mix(static_cast<uint32_t>(stream.seed ^ (stream.seed >> 32))) ^ site_hash(site));
   // Coordinates enter one at a time, each through the mixer, so that neighbouring
-  // samples, positions and features give unrelated bits.
+  // samples, positions and features give unrelated bits. Rows (sample, position) and
+  // features are hashed apart, in int64 but small; only their meeting is full size.
   at::Tensor samples = at::arange(stream.first_sample, stream.first_sample + B, ids);
   at::Tensor h = mix(samples.bitwise_and(kLow32).bitwise_xor_(static_cast<int64_t>(key)));
   h = mix(h.bitwise_xor_(samples.bitwise_right_shift(32))).view({B, 1, 1});
   h = mix(h.bitwise_xor(at::arange(part.index * P, (part.index + 1) * P, ids).view({1, P, 1})));
-  h = mix(h.bitwise_xor(at::arange(C, ids).view({1, 1, C})));
-  // Dropped when the hash falls below p of its 2^32 values.
-  return h.ge(static_cast<int64_t>(p * 4294967296.0));
+  const at::Tensor features = mix(at::arange(C, ids).bitwise_xor_(static_cast<int64_t>(mix(key))));
+  at::Tensor bits = full_size_mix(h, features.view({1, 1, C}));
+  // Dropped when the hash falls below p of its 2^30 values.
+  return bits.ge(static_cast<int64_t>(p * static_cast<double>(kFull30 + 1)));
 }
 
 SiteDropout::SiteDropout(std::string site, double p, SequencePart part)

@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "memory/tracking_allocator.hpp"
+#include "memory/rank_memory.hpp"
 #include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"
 #include "pipeline/transfer_groups.hpp"
@@ -82,7 +82,7 @@ class StepPlay {
       inputs_[key] = x;
     }
     const auto started = Clock::now();
-    const int64_t before = cpu_memory_stats().current_bytes;
+    const int64_t before = rank_memory(s_.device).current_bytes;
     at::Tensor h = x;
     {
       AutocastScope autocast(s_.precision, s_.device.type());
@@ -97,7 +97,7 @@ class StepPlay {
     } else {
       outputs_[key] = h.scalar_type() == s_.activation_dtype ? h : h.to(s_.activation_dtype);
     }
-    held_bytes_[key] = cpu_memory_stats().current_bytes - before;
+    held_bytes_[key] = rank_memory(s_.device).current_bytes - before;
     held_now_ += held_bytes_[key];
     out_.activation_bytes = std::max(out_.activation_bytes, held_now_);
     out_.busy_s += seconds_since(started);

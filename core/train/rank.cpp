@@ -1,6 +1,7 @@
 #include "train/rank.hpp"
 
 #include "distributed/rank_device.hpp"
+#include "memory/rank_memory.hpp"
 #include "distributed/tensor_gather.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
@@ -19,6 +20,7 @@ PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& na
 at::Device compute_device(const RunPlan& plan) {
   const at::Device device = rank_device(plan.config->table("train").get<std::string>("device") == "cuda", plan.local_rank);
   use_rank_device(device);  // a single process has no communicators that set it before
+  start_rank_memory(device);
   return device;
 }
 

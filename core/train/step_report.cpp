@@ -6,7 +6,7 @@
 
 #include "data/make_sampler.hpp"
 #include "log/logging.hpp"
-#include "memory/tracking_allocator.hpp"
+#include "memory/rank_memory.hpp"
 #include "metrics/progress.hpp"
 #include "run/run_status.hpp"
 
@@ -28,7 +28,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
   if (step % log_every_ != 0 && step != steps_ && out.result.applied) return;
-  const MemoryStats mem = cpu_memory_stats();
+  const MemoryStats mem = rank_memory(rank_.device);
   const StateBytes state = rank_.dp.plugin->state_bytes();
   const CommStats::Drained comm = plan_.world->stats().drain();
   const double tokens_per_s = static_cast<double>(out.tokens) / out.seconds;
@@ -51,7 +51,8 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
       {"param_bytes", state.params},           {"grad_bytes", state.grads},
       {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
       {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
-      {"peak_mem_bytes", mem.peak_bytes},      {"peak_host_mem_bytes", mem.host_peak_bytes},
+      {"peak_mem_bytes", mem.peak_bytes},      {"peak_reserved_mem_bytes", mem.peak_reserved_bytes},
+      {"peak_host_mem_bytes", mem.host_peak_bytes},
       {"activation_bytes", out.schedule.activation_bytes},
       {"pipeline_busy_us", static_cast<int64_t>(out.schedule.busy_s * 1e6)},
       {"pipeline_span_us", static_cast<int64_t>(out.schedule.span_s * 1e6)},

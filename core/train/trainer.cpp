@@ -10,7 +10,7 @@
 #include "data/make_sampler.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
-#include "memory/tracking_allocator.hpp"
+#include "memory/rank_memory.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/nonfinite_guard.hpp"
 #include "train/rank.hpp"
@@ -65,7 +65,7 @@ RunSummary train(const RunPlan& plan) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = plan.config->table("train").get<int64_t>("steps");
   for (int64_t step = 1; step <= steps; ++step) {
-    reset_cpu_memory_peak();
+    reset_rank_memory_peak(rank->device);
     const StepOutcome out = runner.run(step, guard.updates());
     report.after_step(step, out, guard.skipped() + (out.result.applied ? 0 : 1));
     guard.after_step(step, out);

@@ -27,8 +27,18 @@ inline c10::intrusive_ptr<c10d::Store> group_store(const GroupSpec& spec) {
 
 class C10dWork final : public Work {
  public:
-  explicit C10dWork(c10::intrusive_ptr<c10d::Work> work) : work_(std::move(work)) {}
+  C10dWork(c10::intrusive_ptr<c10d::Work> work, bool device_timed) : work_(std::move(work)), timed_(device_timed) {}
   bool is_completed() override { return work_->isCompleted(); }
+  // c10d's getDuration() is the milliseconds between the CUDA events around the kernel,
+  // recorded only when the backend's timing is on; it refuses an unfinished operation.
+  std::optional<double> device_seconds() override {
+    if (!timed_ || !work_->isCompleted()) return std::nullopt;
+    try {
+      return static_cast<double>(work_->getDuration()) / 1e3;
+    } catch (const std::exception&) {
+      return std::nullopt;  // a coalesced group or a barrier that recorded no start event
+    }
+  }
   void wait(std::chrono::milliseconds timeout) override {
     work_->wait(timeout.count() > 0 ? timeout : std::chrono::milliseconds(0));
   }
@@ -36,12 +46,20 @@ class C10dWork final : public Work {
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
+  bool timed_;
 };
 
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, int rank, int size, bool supports_avg)
-      : backend_(std::move(backend)), name_(std::move(name)), rank_(rank), size_(size), supports_avg_(supports_avg) {}
+  // `device_timed`: the backend records CUDA events around each kernel (getDuration()).
+  C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, int rank, int size, bool supports_avg,
+                   bool device_timed = false)
+      : backend_(std::move(backend)),
+        name_(std::move(name)),
+        rank_(rank),
+        size_(size),
+        supports_avg_(supports_avg),
+        device_timed_(device_timed) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -125,12 +143,15 @@ class C10dCommunicator final : public Communicator {
   static void set_timeout(C10dOptions& opts, const CommOptions& o) {
     if (o.timeout.count() > 0) opts.timeout = o.timeout;
   }
-  static std::shared_ptr<Work> wrap(c10::intrusive_ptr<c10d::Work> w) { return std::make_shared<C10dWork>(std::move(w)); }
+  std::shared_ptr<Work> wrap(c10::intrusive_ptr<c10d::Work> w) const {
+    return std::make_shared<C10dWork>(std::move(w), device_timed_);
+  }
 
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::string name_;
   int rank_, size_;
   bool supports_avg_;
+  bool device_timed_;
 };
 
 }  // namespace plait::c10d_comm

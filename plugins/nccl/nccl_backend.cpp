@@ -42,6 +42,7 @@ class NcclBackend final : public plait::CommBackend {
   }
   void configure(const plait::PluginContext& context) override {
     high_priority_ = context.options->get<bool>("high_priority_stream");
+    timing_ = context.options->get<bool>("timing");
   }
 
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
@@ -59,12 +60,20 @@ class NcclBackend final : public plait::CommBackend {
     const int size = static_cast<int>(spec.ranks.size());
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(plait::c10d_comm::group_store(spec), spec.group_rank, size,
                                                           options);
+    // Bound to the rank's GPU and connected now, as init_process_group(device_id=...)
+    // does: a communicator made lazily at its first collective would be made on
+    // whatever device is current then, and its setup time would land in a step.
+    const at::Device gpu(at::kCUDA, static_cast<c10::DeviceIndex>(device));
+    pg->setBoundDeviceId(gpu);
+    pg->eagerConnectSingleDevice(gpu);
+    if (timing_) pg->enableCollectivesTiming();
     return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "nccl", spec.group_rank, size,
-                                                                /*supports_avg=*/true);
+                                                                /*supports_avg=*/true, /*device_timed=*/timing_);
   }
 
  private:
   bool high_priority_ = false;
+  bool timing_ = true;
 };
 
 }  // namespace

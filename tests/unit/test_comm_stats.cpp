@@ -46,3 +46,47 @@ TEST_CASE("an operation in flight too long is reported once, with its descriptio
   stats.newly_overdue(std::chrono::milliseconds(50));  // finished without a waiter: cleared
   CHECK(stats.in_flight().empty());
 }
+
+TEST_CASE("an operation whose wait returned while it still runs on the device stays in flight until it ends, "
+          "timed by the device, its wait counted as exposed",
+          "[dist]") {
+  CommStats stats;
+  bool on_device = true;
+  const uint64_t id =
+      stats.issue("dp", "all_reduce", "ddp", 1024, 1536.0, "all_reduce of 1.0 KiB on group dp.0 for ddp bucket 0",
+                  [] { return false; });
+  stats.waited(id, 0.25,
+               HeldOp{.is_completed = [&] { return !on_device; }, .device_seconds = [] { return std::optional(2.0); }});
+  REQUIRE(stats.in_flight().size() == 1);  // as NCCL's wait() only orders the stream
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  const auto overdue = stats.newly_overdue(std::chrono::milliseconds(50));
+  REQUIRE(overdue.size() == 1);
+  CHECK(overdue[0].rfind("all_reduce of 1.0 KiB on group dp.0 for ddp bucket 0, waited for and still running on the "
+                         "device, in flight for ",
+                         0) == 0);
+  stats.settle();
+  CHECK(stats.in_flight().size() == 1);
+  on_device = false;
+  stats.settle();
+  CHECK(stats.in_flight().empty());
+  const auto d = stats.drain();
+  CHECK(d.by_op.at("dp.all_reduce").seconds == 2.0);  // the device's time, not the host's
+  CHECK(d.by_op.at("dp.all_reduce").exposed_seconds == 0.25);
+}
+
+TEST_CASE("an operation done when its wait returns is timed from issue, or by the device where it says", "[dist]") {
+  CommStats stats;
+  const uint64_t host_timed = stats.issue("pp", "send", "core", 8, 8.0, "a", [] { return true; });
+  const uint64_t device_timed = stats.issue("pp", "recv", "core", 8, 8.0, "b", [] { return true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  stats.waited(host_timed, 0.001, HeldOp{.is_completed = [] { return true; }, .device_seconds = [] {
+                                           return std::optional<double>();
+                                         }});
+  stats.waited(device_timed, 0.001,
+               HeldOp{.is_completed = [] { return true; }, .device_seconds = [] { return std::optional(0.5); }});
+  CHECK(stats.in_flight().empty());
+  const auto d = stats.drain();
+  CHECK(d.by_op.at("pp.send").seconds >= 0.02);
+  CHECK(d.by_op.at("pp.send").seconds < 0.5);
+  CHECK(d.by_op.at("pp.recv").seconds == 0.5);
+}

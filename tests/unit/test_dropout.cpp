@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "model/dense_layers.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "model/dropout.hpp"
 #include "model/model_zoo.hpp"
 #include "plait/sdk/error.hpp"
@@ -59,6 +60,24 @@ TEST_CASE("a dropout mask depends on seed, site, sample, position and feature, n
   CHECK(agreement(whole.narrow(1, 0, 15), whole.narrow(1, 1, 15)) == Approx(0.5).margin(0.05));
   CHECK(agreement(whole.narrow(2, 0, 31), whole.narrow(2, 1, 31)) == Approx(0.5).margin(0.05));
   CHECK(agreement(whole.narrow(0, 0, 3), whole.narrow(0, 1, 3)) == Approx(0.5).margin(0.05));
+  // Where two rows differ is not the same for neighbouring features: a row's hash and a
+  // feature's hash combined by xor alone would make it so.
+  const at::Tensor rows = whole.reshape({-1, 32});
+  const at::Tensor differ = rows.narrow(0, 0, 63).ne(rows.narrow(0, 1, 63));
+  CHECK(agreement(differ.narrow(1, 0, 31), differ.narrow(1, 1, 31)) == Approx(0.5).margin(0.05));
+}
+
+TEST_CASE("a dropout mask needs at most 13 bytes per element while it is made, no int64 of the activation's size",
+          "[dropout]") {
+  install_tracking_allocator();
+  const at::Tensor x = at::zeros({4, 64, 1024}, at::kFloat);
+  reset_cpu_memory_peak();
+  const int64_t before = cpu_memory_stats().current_bytes;
+  const at::Tensor mask = keep(x, "s", 0.1, {1, 0});
+  const int64_t made = cpu_memory_stats().peak_bytes - before;
+  INFO("peak while making the mask: " << made << " bytes for " << x.numel() << " elements");
+  CHECK(made <= 13 * x.numel());  // three int32 buffers and the bool mask
+  CHECK(mask.scalar_type() == at::kBool);
 }
 
 TEST_CASE("dropout's gradient is its mask scaled", "[dropout]") {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,12 @@ class PLAIT_SDK_VISIBLE Work {
   virtual void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) = 0;
   // The failure of a completed operation, or null.
   virtual std::exception_ptr exception() = 0;
+  // The operation's own time on its device once it completed, where the backend measures
+  // it (NCCL with timing on: CUDA events around its kernel); nullopt otherwise, and the
+  // core times it on the host from issue to completion. On a GPU, wait() may return
+  // before completion (it only orders the current stream after the operation), so the
+  // core keeps asking is_completed() and this after wait() has returned.
+  virtual std::optional<double> device_seconds() { return std::nullopt; }
 };
 
 // One process group along one mesh axis.

@@ -1,0 +1,34 @@
+#include "memory/rank_memory.hpp"
+
+#include <c10/core/CachingDeviceAllocator.h>
+
+namespace plait {
+namespace {
+
+constexpr auto kAggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+
+bool on_accelerator(const c10::Device& device) { return device.type() != c10::DeviceType::CPU; }
+
+}  // namespace
+
+void start_rank_memory(const c10::Device& device) { book_cpu_as_host(on_accelerator(device)); }
+
+MemoryStats rank_memory(const c10::Device& device) {
+  MemoryStats stats = cpu_memory_stats();
+  if (!on_accelerator(device)) return stats;
+  const auto device_stats = c10::getDeviceAllocator(device.type())->getDeviceStats(device.index());
+  const auto& allocated = device_stats.allocated_bytes[kAggregate];
+  const auto& reserved = device_stats.reserved_bytes[kAggregate];
+  stats.current_bytes = allocated.current;
+  stats.peak_bytes = allocated.peak;
+  stats.reserved_bytes = reserved.current;
+  stats.peak_reserved_bytes = reserved.peak;
+  return stats;
+}
+
+void reset_rank_memory_peak(const c10::Device& device) {
+  reset_cpu_memory_peak();
+  if (on_accelerator(device)) c10::getDeviceAllocator(device.type())->resetPeakStats(device.index());
+}
+
+}  // namespace plait
