@@ -17,6 +17,7 @@ uint64_t CommStats::issue(const std::string& axis, const std::string& op, const 
                           int64_t payload_bytes, double bus_bytes, std::string description,
                           std::function<bool()> is_completed) {
   std::lock_guard<std::mutex> lock(mutex_);
+  settle_locked();  // a held Work keeps its tensors: let go of those the device finished
   callers_[caller.empty() ? std::string("unknown") : caller] += bus_bytes;
   const std::string key = axis + "." + op;
   OpCounters& c = counters_[key];
@@ -39,10 +40,12 @@ void CommStats::finish(Pending::iterator it, std::optional<double> device_second
   pending_.erase(it);
 }
 
-void CommStats::complete(uint64_t id, std::optional<double> device_seconds) {
+void CommStats::complete(uint64_t id, std::optional<double> device_seconds, double exposed) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = pending_.find(id);
-  if (it != pending_.end()) finish(it, device_seconds, std::chrono::steady_clock::now());
+  if (it == pending_.end()) return;
+  counters_[it->second.first].exposed_seconds += exposed;
+  finish(it, device_seconds, std::chrono::steady_clock::now());
 }
 
 void CommStats::waited(uint64_t id, double blocked, HeldOp work) {
@@ -71,6 +74,10 @@ bool is_done(const PendingOp& op) {
 
 void CommStats::settle() {
   std::lock_guard<std::mutex> lock(mutex_);
+  settle_locked();
+}
+
+void CommStats::settle_locked() {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = pending_.begin(); it != pending_.end();) {
     const auto next = std::next(it);

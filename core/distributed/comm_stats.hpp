@@ -49,10 +49,10 @@ class CommStats {
                  double bus_bytes, std::string description, std::function<bool()> is_completed);
   // Marks it done (idempotent) and adds its time: `device_seconds` where the backend
   // measured it, else the time since issue.
-  void complete(uint64_t id, std::optional<double> device_seconds = std::nullopt);
-  // After wait() returned, `blocked` seconds later: the exposed time. Completes the
-  // operation, or, when `work` is still running on the device, holds it until settle()
-  // sees it done.
+  void complete(uint64_t id, std::optional<double> device_seconds = std::nullopt, double exposed = 0.0);
+  // After wait() returned on an accelerator, `blocked` seconds later (the exposed time):
+  // completes the operation, or, when `work` is still running on the device, holds it
+  // until settle() sees it done. (On the CPU, wait() returning means done: complete().)
   void waited(uint64_t id, double blocked, HeldOp work);
   // Completes the held operations that have finished on the device.
   void settle();
@@ -76,6 +76,7 @@ class CommStats {
   // Adds the op's time to its counter and forgets it; the caller holds mutex_.
   void finish(Pending::iterator it, std::optional<double> device_seconds,
               std::chrono::steady_clock::time_point now);
+  void settle_locked();
 
   std::mutex mutex_;
   uint64_t next_id_ = 1;

@@ -17,8 +17,8 @@ std::string human_bytes(int64_t b) {
 
 class CountedWork final : public Work {
  public:
-  CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string description)
-      : inner_(std::move(inner)), id_(id), stats_(stats), description_(std::move(description)) {}
+  CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string description, bool on_cpu)
+      : inner_(std::move(inner)), id_(id), stats_(stats), description_(std::move(description)), on_cpu_(on_cpu) {}
 
   bool is_completed() override {
     const bool done = inner_->is_completed();
@@ -36,7 +36,14 @@ class CountedWork final : public Work {
       throw Error(concat(description_, " failed: ", e.what()),
                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
     }
-    stats_.waited(id_, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+    const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // A CPU operation is done when its wait returns, whatever its Work says (gloo's
+    // reduce-scatter reports itself incomplete for a while after).
+    if (on_cpu_) {
+      stats_.complete(id_, inner_->device_seconds(), blocked);
+      return;
+    }
+    stats_.waited(id_, blocked,
                   HeldOp{.is_completed = [w = inner_] { return w->is_completed(); },
                          .device_seconds = [w = inner_] { return w->device_seconds(); }});
   }
@@ -48,12 +55,14 @@ class CountedWork final : public Work {
   uint64_t id_;
   CommStats& stats_;
   std::string description_;
+  bool on_cpu_;
 };
 
 class CountedCommunicator final : public Communicator {
  public:
-  CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, CommStats& stats)
-      : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), stats_(stats) {}
+  CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, CommStats& stats,
+                      bool on_cpu)
+      : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), stats_(stats), on_cpu_(on_cpu) {}
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -128,19 +137,21 @@ class CountedCommunicator final : public Communicator {
                                        auto w = weak.lock();
                                        return !w || w->is_completed();
                                      });
-    return std::make_shared<CountedWork>(std::move(work), id, stats_, description);
+    return std::make_shared<CountedWork>(std::move(work), id, stats_, description, on_cpu_);
   }
 
   std::shared_ptr<Communicator> inner_;
   std::string axis_, group_;
   CommStats& stats_;
+  bool on_cpu_;
 };
 
 }  // namespace
 
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
-                                           std::string group_name, CommStats& stats) {
-  return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), stats);
+                                           std::string group_name, CommStats& stats, const std::string& device) {
+  return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), stats,
+                                               device.rfind("cpu", 0) == 0);
 }
 
 }  // namespace plait

@@ -10,7 +10,9 @@
 
 namespace plait {
 
+// `device`: the group's ("cpu", "cuda:1"); on the CPU an operation is done when its
+// wait returns, on a GPU it may still be running.
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
-                                           std::string group_name, CommStats& stats);
+                                           std::string group_name, CommStats& stats, const std::string& device);
 
 }  // namespace plait

@@ -22,6 +22,21 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
   return at::matmul(at::softmax(scores, -1), v);
 }
 
+}  // namespace
+
+std::string sdpa_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  switch (at::_fused_sdp_choice(q, k, v, {}, 0.0, /*is_causal=*/true)) {  // sdp::SDPBackend's numbering
+    case 0: return "math";
+    case 1: return "flash";
+    case 2: return "memory-efficient";
+    case 3: return "cudnn";
+    case 4: return "overrideable";
+    default: return "none (no kernel accepts these inputs)";
+  }
+}
+
+namespace {
+
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 

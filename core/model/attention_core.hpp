@@ -24,4 +24,8 @@ class AttentionCore final : public torch::nn::Module {
   bool recompute_ = false;
 };
 
+// The kernel scaled_dot_product_attention picks for causal attention over tensors like
+// these ("flash", "memory-efficient", "cudnn", "math", ...), as LibTorch decides it.
+std::string sdpa_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
+
 }  // namespace plait

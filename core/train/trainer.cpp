@@ -11,6 +11,7 @@
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
+#include "model/attention_core.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/nonfinite_guard.hpp"
 #include "train/rank.hpp"
@@ -49,6 +50,15 @@ void log_start(const RunPlan& plan, const Rank& rank) {
                   " T=", resolve_seq_len(data, plan.model), " grad_accum=",
                   plan.config->table("train").get<int64_t>("grad_accum"), "; strategy ", rank.dp.context.plugin_name,
                   "; rank ", plan.world->rank(), " of ", plan.world->size());
+  if (plan.model.attention == "sdpa") {
+    // Asked of one sample's heads in the dtype attention sees (bf16 under autocast).
+    const int64_t T = resolve_seq_len(data, plan.model), d = plan.model.n_embd / plan.model.n_head;
+    const at::ScalarType dtype = rank.precision.autocast_bf16 ? at::kBFloat16 : rank.precision.param_dtype;
+    const at::Tensor q = at::empty({1, plan.model.n_head, T, d}, at::TensorOptions().dtype(dtype).device(rank.device));
+    const LogLevel level = rank.device.is_cpu() ? LogLevel::debug : LogLevel::info;
+    core_log().write(level, concat("attention: scaled_dot_product_attention runs its ", sdpa_kernel(q, q, q), " kernel on ",
+                   rank.device.str(), " (", c10::toString(dtype), ", T=", T, ", head size ", d, ")"));
+  }
 }
 
 RunSummary train(const RunPlan& plan) {

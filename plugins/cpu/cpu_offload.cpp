@@ -2,6 +2,7 @@
 // the reduced gradient shards, and optionally the stage-3 parameter shards live in host
 // memory, and the optimizer update runs on the host. Everything it allocates is
 // counted as host memory by the runtime's books, so a CPU-only run shows the split too.
+#include "copy_stream.hpp"
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 
@@ -33,10 +34,15 @@ class CpuOffload final : public plait::Offload {
     work();
   }
 
+  std::unique_ptr<plait::CopyInFlight> copy(const at::Tensor& to, const at::Tensor& from) override {
+    return copies_.copy(to, from);  // the data plugin counts what it moves
+  }
+
  private:
   plait::PluginContext context_;
   bool params_ = false;
   bool pin_ = true;
+  plait::offload::CopyStream copies_;
 };
 
 }  // namespace

@@ -372,9 +372,14 @@ void ShardedEngine::gather(std::size_t group) {
   FlatGroup& g = groups_[group];
   if (g.gathered || g.gather_work) return;
   allocate_storage(g.full);
-  // The shard leaves host memory (offloaded parameters) through a device copy.
-  g.gather_input = offload_params_ ? g.param_shard.to(g.full.device(), /*non_blocking=*/false, /*copy=*/true)
-                                   : g.param_shard;
+  // The shard leaves host memory (offloaded parameters) through a device copy, which
+  // the gather waits for on the device, not on the host.
+  g.gather_input = g.param_shard;
+  if (offload_params_) {
+    g.gather_input = at::empty(g.param_shard.sizes(), g.param_shard.options().device(g.full.device()));
+    upload_of(group) = offload_->copy(g.gather_input, g.param_shard);
+    upload_of(group)->before_device_use();
+  }
   if (shard_comm_ == nullptr) {
     g.full.copy_(g.gather_input);
     g.gathered = true;
@@ -497,17 +502,46 @@ void ShardedEngine::finish_oldest_reduction() {
       replica_comm_->all_reduce(r.output, o)->wait();
     }
     FlatGroup& g = groups_[r.group];
-    on_host_if(offload_grads_, [&] {
-      const at::Tensor reduced = r.output.to(g.grad_shard.device());  // off the GPU when offloaded
-      if (accumulated_ && plan_.stage != 1) {
-        g.grad_shard.add_(reduced);  // stage 2/3: the earlier microbatches' part is there
-      } else {
-        g.grad_shard.copy_(reduced);
-      }
-    });
-    if (context_->metrics && offload_grads_) context_->metrics->count("offload_d2h_bytes", static_cast<double>(r.output.nbytes()));
+    if (offload_grads_) {
+      download_grad_shard(r.group, r.output);
+    } else if (accumulated_ && plan_.stage != 1) {
+      g.grad_shard.add_(r.output);  // stage 2/3: the earlier microbatches' part is there
+    } else {
+      g.grad_shard.copy_(r.output);
+    }
   }
   pending_.pop_front();
+}
+
+// The copy to host memory runs beside the rest of the backward (on a GPU, from pinned
+// memory); the host reads the shard only after finish_grad_downloads().
+void ShardedEngine::download_grad_shard(std::size_t group, const at::Tensor& reduced) {
+  FlatGroup& g = groups_[group];
+  const at::Tensor typed = reduced.to(g.grad_shard.scalar_type());  // on the device, before it leaves
+  GradDownload d{.group = group, .copy = nullptr, .staging = at::Tensor()};
+  if (accumulated_ && plan_.stage != 1) {  // stage 2/3: the earlier microbatches' part is there
+    if (grad_staging_.size() < groups_.size()) grad_staging_.resize(groups_.size());
+    if (!grad_staging_[group].defined()) {
+      on_host_if(true, [&] { grad_staging_[group] = offload_->to_host(at::empty_like(typed)); });
+    }
+    d.staging = grad_staging_[group];
+  }
+  d.copy = offload_->copy(d.staging.defined() ? d.staging : g.grad_shard, typed);
+  downloads_.push_back(std::move(d));
+  if (context_->metrics) context_->metrics->count("offload_d2h_bytes", static_cast<double>(reduced.nbytes()));
+}
+
+std::unique_ptr<CopyInFlight>& ShardedEngine::upload_of(std::size_t group) {
+  if (uploads_.size() < groups_.size()) uploads_.resize(groups_.size());
+  return uploads_[group];
+}
+
+void ShardedEngine::finish_grad_downloads() {
+  for (GradDownload& d : downloads_) {
+    d.copy->before_host_use();
+    if (d.staging.defined()) on_host_if(true, [&] { groups_[d.group].grad_shard.add_(d.staging); });
+  }
+  downloads_.clear();
 }
 
 void ShardedEngine::after_backward(const MicrobatchInfo& mb) {
@@ -516,6 +550,7 @@ void ShardedEngine::after_backward(const MicrobatchInfo& mb) {
       if (!groups_[g].reduced) reduce(g);  // hooks missed it: parameters this backward did not reach
     }
     finish_reductions();
+    finish_grad_downloads();
     accumulated_ = true;
   }
   if (mb.is_last()) {
@@ -556,12 +591,24 @@ GradNorm ShardedEngine::grad_norm() {
 void ShardedEngine::update(const UpdateArgs& args) {
   std::vector<std::shared_ptr<Work>> gathers;
   std::vector<at::Tensor> inputs;
-  for (auto& g : groups_) {
+  for (std::size_t k = 0; k < groups_.size(); ++k) {
+    FlatGroup& g = groups_[k];
+    if (auto& last = upload_of(k)) last->before_host_use();  // the host is about to write its source
     on_host_if(offload_optimizer_, [&] { update_group(g, args); });
     at::NoGradGuard no_grad;
     at::Tensor working = g.sharded_params ? g.param_shard : shard_of(g.full, shard_rank_, g.shard);
     if (!g.master_is_alias) {
-      on_host_if(offload_params_, [&] { working.copy_(g.master); });
+      if (offload_optimizer_ && !offload_params_) {
+        // Host master to device parameters: the copy runs while the host updates the next
+        // group; a working dtype other than the master's is made on the device.
+        const bool same = g.master.scalar_type() == working.scalar_type();
+        const at::Tensor landing = same ? working : at::empty(g.master.sizes(), g.master.options().device(working.device()));
+        upload_of(k) = offload_->copy(landing, g.master);
+        upload_of(k)->before_device_use();
+        if (!same) working.copy_(landing);
+      } else {
+        on_host_if(offload_params_, [&] { working.copy_(g.master); });
+      }
       if (context_->metrics && offload_optimizer_) context_->metrics->count("offload_h2d_bytes", static_cast<double>(working.nbytes()));
     }
     if (!g.sharded_params && shard_comm_ != nullptr) {

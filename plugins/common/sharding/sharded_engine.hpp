@@ -19,6 +19,7 @@
 
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/grad_hooks.hpp"
+#include "plait/sdk/offload.hpp"
 #include "sharding/flat_group.hpp"
 #include "sharding/sharding_plan.hpp"
 
@@ -53,6 +54,13 @@ class ShardedEngine : public DataParallel {
     std::shared_ptr<Work> work;
     at::Tensor input, output;
   };
+  // A reduced gradient shard on its way to host memory; with `staging`, it still has to
+  // be added to the shard there (later microbatches of stages 2 and 3).
+  struct GradDownload {
+    std::size_t group = 0;
+    std::unique_ptr<CopyInFlight> copy;
+    at::Tensor staging;
+  };
 
   void make_communicators(const DataParallelSetup& setup);
   void make_groups(const StageModel& model);
@@ -65,6 +73,9 @@ class ShardedEngine : public DataParallel {
   void reduce(std::size_t group);
   void finish_reductions();
   void finish_oldest_reduction();
+  void download_grad_shard(std::size_t group, const at::Tensor& reduced);
+  void finish_grad_downloads();
+  std::unique_ptr<CopyInFlight>& upload_of(std::size_t group);
   void update_group(FlatGroup& g, const UpdateArgs& args);
   void clear_gradients(FlatGroup& g);
   at::Tensor gather_shards(const at::Tensor& shard, const FlatGroup& g, const char* phase);
@@ -94,6 +105,11 @@ class ShardedEngine : public DataParallel {
   // group order: every tp rank shards alike, so the lists match.
   std::vector<at::Tensor> partial_grad_shards_;
   std::deque<PendingReduce> pending_;
+  std::vector<GradDownload> downloads_;  // within one backward
+  std::vector<at::Tensor> grad_staging_;  // per group, made at its first use
+  // Per group: the copy of its updated master into the working parameters, which the
+  // host must see finished before it updates the master again.
+  std::vector<std::unique_ptr<CopyInFlight>> uploads_;
   GradReadyHooks hooks_;
   MicrobatchInfo microbatch_;
   bool reduce_now_ = false;
