@@ -184,7 +184,7 @@ class StepPlay {
   }
 
   void barrier(const char* phase) {
-    if (s_.pp_group == nullptr) return;
+    if (s_.pp_group == nullptr || !requests_.time_span) return;
     CommOptions o;
     o.tag = {"core", phase, "", -1};
     s_.pp_group->barrier(o)->wait();

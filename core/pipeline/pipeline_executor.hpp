@@ -57,6 +57,10 @@ struct StepRequests {
   // rank of the last stage passes the same.
   bool keep_first_logits = false;
   bool keep_timeline = false;
+  // Barriers over the pipeline group around the schedule, so that every stage's span is
+  // the same interval and the bubble is comparable: only on steps whose figures are
+  // recorded, since each stalls the device stream.
+  bool time_span = true;
 };
 
 class PipelineExecutor {

@@ -17,6 +17,8 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
   lr_ = {train.get<std::string>("lr_schedule"), train.get<double>("lr"), train.get<int64_t>("warmup_steps"),
          train.get<int64_t>("steps"), train.get<double>("min_lr_ratio")};
   accum_ = train.get<int64_t>("grad_accum");
+  log_every_ = train.get<int64_t>("log_every");
+  steps_ = train.get<int64_t>("steps");
   grad_clip_ = train.get<double>("grad_clip");
   const Options& debug = plan.config->table("debug");
   spoiled_step_ = debug.get<int64_t>("nonfinite_step");
@@ -28,8 +30,10 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates) {
   StepOutcome out;
   const std::vector<Batch> batches = next_batches();
   // The loss of a step is normalised by the tokens of the whole global batch.
-  const at::Tensor tokens = summed(local_tokens(batches), plan_.world->group(Axis::dp), "token-count");
-  out.schedule = rank_.executor->run(batches, tokens, dumps_.requests(step));
+  const at::Tensor tokens = global_tokens(batches);
+  StepRequests requests = dumps_.requests(step);
+  requests.time_span = requests.keep_timeline || step % log_every_ == 0 || step == steps_;  // recorded steps
+  out.schedule = rank_.executor->run(batches, tokens, requests);
   dumps_.after_schedule(step, batches, out.schedule);
   at::Tensor loss_here = out.schedule.loss_sum;
   if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) loss_here = loss_here * std::nan("");
@@ -56,11 +60,19 @@ std::vector<Batch> StepRunner::next_batches() {
   return batches;
 }
 
-// Batches are host data: counting their tokens reads nothing from the device.
-at::Tensor StepRunner::local_tokens(const std::vector<Batch>& batches) const {
-  double n = 0.0;
-  for (const auto& b : batches) n += static_cast<double>(b.targets.ne(-1).sum().item<int64_t>());
-  return at::full({}, n, at::TensorOptions().dtype(at::kDouble).device(rank_.device));
+// Every data source fills every target and every data-parallel rank draws batches of
+// one shape, so the global batch's tokens are dp times this rank's: known without a
+// collective. Batches are host data: checking them reads nothing from the device.
+at::Tensor StepRunner::global_tokens(const std::vector<Batch>& batches) const {
+  int64_t here = 0;
+  for (const auto& b : batches) {
+    PLAIT_CHECK(!b.targets.lt(0).any().item<bool>(),
+                concat("rank ", plan_.world->rank(), ": a batch has ignored (negative) targets"),
+                "the loss is divided by dp times each rank's target count, which holds only when every target counts");
+    here += b.targets.numel();
+  }
+  const auto dp = static_cast<double>(plan_.world->mesh().shape().dp);
+  return at::full({}, dp * static_cast<double>(here), at::TensorOptions().dtype(at::kDouble).device(rank_.device));
 }
 
 // `local` (a 0-dim float64 tensor on the compute device: NCCL takes no host tensors)

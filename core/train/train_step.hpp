@@ -34,7 +34,7 @@ class StepRunner {
 
  private:
   std::vector<Batch> next_batches();
-  at::Tensor local_tokens(const std::vector<Batch>& batches) const;
+  at::Tensor global_tokens(const std::vector<Batch>& batches) const;
   static at::Tensor summed(const at::Tensor& local, Communicator* group, const std::string& what);
   at::Tensor global_loss(const at::Tensor& loss_here) const;
 
@@ -44,6 +44,7 @@ class StepRunner {
   std::unique_ptr<BatchSampler> sampler_;
   LrSchedule lr_;
   int64_t accum_ = 1;
+  int64_t log_every_ = 1, steps_ = 0;
   double grad_clip_ = 0.0;
   int64_t spoiled_step_ = 0, spoiled_rank_ = 0;  // [debug] nonfinite_step / nonfinite_rank
 };
