@@ -59,4 +59,12 @@ struct ScheduleArgs {
 };
 int schedule_show(const ScheduleArgs& args);
 
+// plait checkpoint inspect|verify PATH: a checkpoint folder, a folder of checkpoints
+// (its latest) or a run folder (checkpoints/latest).
+struct CheckpointArgs {
+  std::string path;
+};
+int checkpoint_inspect(const CheckpointArgs& args);
+int checkpoint_verify(const CheckpointArgs& args);
+
 }  // namespace plait::cli

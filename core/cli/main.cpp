@@ -62,6 +62,8 @@ struct Commands {
   PluginsArgs plugins;
   ConfigArgs show;
   ScheduleArgs schedule;
+  CheckpointArgs inspect_ckpt, verify_ckpt;
+  CLI::App *inspect_ckpt_cmd = nullptr, *verify_ckpt_cmd = nullptr;
   CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
            *show_cmd = nullptr, *validate_cmd = nullptr, *schedule_cmd = nullptr;
 };
@@ -100,6 +102,15 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.schedule_cmd->add_option("config", c.schedule.config, "Config file (TOML)")->required();
   c.schedule_cmd->add_option("--set", c.schedule.sets, "Override a value: table.key=value")->allow_extra_args(false);
   c.schedule_cmd->add_option("--trace", c.schedule.trace, "Also write the timeline as a Chrome trace (JSON)");
+  auto* checkpoint_cmd = app.add_subcommand("checkpoint", "Inspect and verify checkpoints");
+  checkpoint_cmd->require_subcommand(1);
+  c.inspect_ckpt_cmd = checkpoint_cmd->add_subcommand(
+      "inspect", "Step, tokens, the mesh and plugins it was saved under, its tensors and files");
+  c.inspect_ckpt_cmd->add_option("path", c.inspect_ckpt.path, "Checkpoint, folder of checkpoints, or run folder")
+      ->required();
+  c.verify_ckpt_cmd = checkpoint_cmd->add_subcommand("verify", "Check every file's size and checksum");
+  c.verify_ckpt_cmd->add_option("path", c.verify_ckpt.path, "Checkpoint, folder of checkpoints, or run folder")
+      ->required();
 }
 
 void define(CLI::App& app, Commands& c) {
@@ -135,6 +146,8 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.models_cmd) return models();
   if (*c.show_cmd) return config_show(c.show);
   if (*c.schedule_cmd) return schedule_show(c.schedule);
+  if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
+  if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
   std::cout << app.help();
   return 1;
 }

@@ -3,17 +3,10 @@
 #include <cstdio>
 
 #include "plait/sdk/error.hpp"
+#include "util/human_bytes.hpp"
 
 namespace plait {
 namespace {
-
-std::string human_bytes(int64_t b) {
-  char buf[32];
-  if (b >= (1 << 20)) std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(b) / (1 << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", static_cast<double>(b) / 1024);
-  else std::snprintf(buf, sizeof(buf), "%lld B", static_cast<long long>(b));
-  return buf;
-}
 
 class CountedWork final : public Work {
  public:

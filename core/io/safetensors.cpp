@@ -1,9 +1,16 @@
 #include "io/safetensors.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
@@ -34,11 +41,17 @@ at::ScalarType dtype_of(const std::string& name, const std::string& path) {
 
 }  // namespace
 
-void save_safetensors(const std::string& path, const NamedTensorList& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+struct Encoded {
+  std::string head;  // length prefix and JSON header, padded
+  std::vector<at::Tensor> blobs;
+};
+
+Encoded encode(const NamedTensorList& tensors, const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<at::Tensor> blobs;
+  Encoded e;
   int64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     at::Tensor t = tensor.detach().to(at::kCPU).contiguous();
@@ -47,26 +60,74 @@ void save_safetensors(const std::string& path, const NamedTensorList& tensors,
                     {"shape", t.sizes().vec()},
                     {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
-    blobs.push_back(t);
+    e.blobs.push_back(t);
   }
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');  // align the data to 8 bytes, as the reference writer does
+  const uint64_t n = text.size();
+  e.head.resize(8);
+  for (int i = 0; i < 8; ++i) e.head[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * i));
+  e.head += text;
+  return e;
+}
+
+}  // namespace
+
+std::string safetensors_dtype_name(at::ScalarType type) { return dtype_name(type); }
+at::ScalarType safetensors_dtype(const std::string& name, const std::string& where) { return dtype_of(name, where); }
+
+void save_safetensors(const std::string& path, const NamedTensorList& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  const Encoded e = encode(tensors, metadata);
   const std::string tmp = path + ".partial";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     PLAIT_CHECK(out.good(), concat("cannot write ", tmp), "check that the folder exists and is writable");
-    const uint64_t n = text.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : blobs) out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
+    out.write(e.head.data(), static_cast<std::streamsize>(e.head.size()));
+    for (const auto& t : e.blobs) out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
     PLAIT_CHECK(out.good(), concat("writing ", tmp, " failed"), "check free disk space");
   }
   std::filesystem::rename(tmp, path);
 }
 
-NamedTensorList load_safetensors(const std::string& path) {
+WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorList& tensors) {
+  const Encoded e = encode(tensors, {});
+  const std::string tmp = path + ".partial";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  PLAIT_CHECK(fd >= 0, concat("cannot write ", tmp, ": ", std::strerror(errno)), "check that the folder is writable");
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  WrittenFile written;
+  auto put = [&](const char* data, std::size_t n) {
+    XXH3_64bits_update(state, data, n);
+    written.bytes += static_cast<int64_t>(n);
+    while (n > 0) {
+      const ssize_t w = ::write(fd, data, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        XXH3_freeState(state);
+        throw Error(concat("writing ", tmp, " failed: ", why), "check free disk space");
+      }
+      data += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  };
+  put(e.head.data(), e.head.size());
+  for (const auto& t : e.blobs) put(static_cast<const char*>(t.data_ptr()), t.nbytes());
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+  XXH3_freeState(state);
+  written.xxh3 = hex;
+  const bool synced = ::fsync(fd) == 0;
+  ::close(fd);
+  PLAIT_CHECK(synced, concat("fsync of ", tmp, " failed: ", std::strerror(errno)), "check the disk");
+  std::filesystem::rename(tmp, path);
+  return written;
+}
+
+std::map<std::string, StoredTensor> read_safetensors_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   PLAIT_CHECK(in.good(), concat("cannot open ", path), "check the path");
   unsigned char len[8];
@@ -78,32 +139,39 @@ NamedTensorList load_safetensors(const std::string& path) {
               "the file is truncated or of another format");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
-  nlohmann::json header;
+  std::map<std::string, StoredTensor> out;
   try {
-    header = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    throw Error(concat(path, ": safetensors header is not valid JSON: ", e.what()), "the file is damaged");
+    const nlohmann::json header = nlohmann::json::parse(text);
+    for (auto it = header.begin(); it != header.end(); ++it) {
+      if (it.key() == "__metadata__") continue;
+      const auto offsets = it.value().at("data_offsets").get<std::vector<int64_t>>();
+      out[it.key()] = {dtype_of(it.value().at("dtype").get<std::string>(), path),
+                       it.value().at("shape").get<std::vector<int64_t>>(), static_cast<int64_t>(8 + n) + offsets.at(0),
+                       static_cast<int64_t>(8 + n) + offsets.at(1)};
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(concat(path, ": safetensors header is not valid: ", e.what()), "the file is damaged");
   }
-  std::vector<std::tuple<int64_t, int64_t, std::string, at::ScalarType, std::vector<int64_t>>> entries;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    if (it.key() == "__metadata__") continue;
-    const auto& v = it.value();
-    const auto offsets = v.at("data_offsets").get<std::vector<int64_t>>();
-    entries.emplace_back(offsets.at(0), offsets.at(1), it.key(), dtype_of(v.at("dtype").get<std::string>(), path),
-                         v.at("shape").get<std::vector<int64_t>>());
+  for (const auto& [name, t] : out) {
+    PLAIT_CHECK(t.begin <= t.end && static_cast<uint64_t>(t.end) <= file_size,
+                concat(path, ": tensor ", name, " runs past the end"), "the file is truncated");
   }
-  std::sort(entries.begin(), entries.end());
-  const int64_t data_start = static_cast<int64_t>(8 + n);
+  return out;
+}
+
+NamedTensorList load_safetensors(const std::string& path) {
+  std::vector<std::pair<StoredTensor, std::string>> entries;
+  for (auto& [name, t] : read_safetensors_header(path)) entries.emplace_back(t, name);
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+  std::ifstream in(path, std::ios::binary);
   NamedTensorList out;
-  for (const auto& [begin, end, name, dtype, shape] : entries) {
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
-    PLAIT_CHECK(static_cast<int64_t>(t.nbytes()) == end - begin,
-                concat(path, ": tensor ", name, " has ", end - begin, " bytes for its shape's ", t.nbytes()),
+  for (const auto& [stored, name] : entries) {
+    at::Tensor t = at::empty(stored.shape, at::TensorOptions().dtype(stored.dtype));
+    PLAIT_CHECK(static_cast<int64_t>(t.nbytes()) == stored.end - stored.begin,
+                concat(path, ": tensor ", name, " has ", stored.end - stored.begin, " bytes for its shape's ", t.nbytes()),
                 "the file is damaged");
-    PLAIT_CHECK(static_cast<uint64_t>(data_start + end) <= file_size, concat(path, ": tensor ", name, " runs past the end"),
-                "the file is truncated");
-    in.seekg(data_start + begin);
-    in.read(static_cast<char*>(t.data_ptr()), end - begin);
+    in.seekg(stored.begin);
+    in.read(static_cast<char*>(t.data_ptr()), stored.end - stored.begin);
     out.emplace_back(name, t);
   }
   return out;

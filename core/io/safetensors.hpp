@@ -19,4 +19,23 @@ void save_safetensors(const std::string& path, const NamedTensorList& tensors,
 // Tensors in file order (by offset), on the CPU.
 NamedTensorList load_safetensors(const std::string& path);
 
+// For checkpoints: the file is fsynced before its rename, and what was written is
+// returned with its xxh3-64 checksum (computed while writing: nothing is read back).
+struct WrittenFile {
+  int64_t bytes = 0;
+  std::string xxh3;  // 16 hex digits
+};
+WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorList& tensors);
+
+// Where each tensor's bytes are, for reading parts without loading the file.
+struct StoredTensor {
+  at::ScalarType dtype;
+  std::vector<int64_t> shape;
+  int64_t begin = 0, end = 0;  // absolute byte offsets in the file
+};
+std::map<std::string, StoredTensor> read_safetensors_header(const std::string& path);
+std::string safetensors_dtype_name(at::ScalarType type);
+// `where` names the file in the error for a name plait does not read.
+at::ScalarType safetensors_dtype(const std::string& name, const std::string& where);
+
 }  // namespace plait

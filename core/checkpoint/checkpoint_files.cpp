@@ -1,0 +1,153 @@
+#include "checkpoint/checkpoint_files.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait::checkpoint {
+namespace {
+
+constexpr const char* kIndex = "index.json";
+constexpr const char* kLatest = "latest";
+
+void write_durably(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    PLAIT_CHECK(out.good(), concat("cannot write ", tmp.string()), "check that the checkpoint folder is writable");
+    out << text;
+    out.flush();
+    PLAIT_CHECK(out.good(), concat("writing ", tmp.string(), " failed"), "check free disk space");
+  }
+  fsync_path(tmp);
+  fs::rename(tmp, path);
+}
+
+// step-<N> folders under root that hold an index, by step.
+std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  if (!fs::is_directory(root)) return out;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step-", 0) != 0 || !fs::exists(entry.path() / kIndex)) continue;
+    try {
+      out.emplace_back(std::stoll(name.substr(5)), entry.path());
+    } catch (const std::exception&) {
+      // not one of ours
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::string step_folder_name(int64_t step) { return concat("step-", step); }
+
+void fsync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  PLAIT_CHECK(fd >= 0, concat("cannot open ", path.string(), " to sync it: ", std::strerror(errno)), "check the disk");
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  PLAIT_CHECK(ok, concat("fsync of ", path.string(), " failed: ", std::strerror(errno)), "check the disk");
+}
+
+fs::path begin_staging(const fs::path& root, int64_t step) {
+  fs::create_directories(root);
+  const fs::path staging = root / concat(".", step_folder_name(step), ".partial");
+  fs::remove_all(staging);
+  fs::create_directory(staging);
+  return staging;
+}
+
+fs::path commit(const fs::path& root, const fs::path& staging, const CheckpointIndex& index) {
+  // An index that does not cover its tensors is never written, so never loaded.
+  for (const auto& [name, entry] : index.tensors) check_parts_cover(name, entry, staging.string());
+  write_durably(staging / kIndex, to_json(index).dump(1));
+  fsync_path(staging);
+  const fs::path final_path = root / step_folder_name(index.step);
+  // Saving a step again (a resumed run reaching a step it had saved): the old one goes
+  // only once the new one is whole, and `latest` never points at nothing.
+  const fs::path old = root / concat(".", step_folder_name(index.step), ".replaced");
+  fs::remove_all(old);
+  if (fs::exists(final_path)) fs::rename(final_path, old);
+  fs::rename(staging, final_path);
+  fsync_path(root);
+  write_durably(root / kLatest, step_folder_name(index.step) + "\n");
+  fsync_path(root);
+  fs::remove_all(old);
+  return final_path;
+}
+
+void prune(const fs::path& root, int64_t keep_last) {
+  if (keep_last <= 0) return;
+  auto all = complete_checkpoints(root);
+  std::string latest;
+  if (std::ifstream in(root / kLatest); in) std::getline(in, latest);
+  const auto excess = static_cast<int64_t>(all.size()) - keep_last;
+  for (int64_t k = 0; k < excess; ++k) {
+    if (all[static_cast<std::size_t>(k)].second.filename() == latest) continue;
+    fs::remove_all(all[static_cast<std::size_t>(k)].second);
+  }
+}
+
+fs::path resolve_checkpoint(const fs::path& path) {
+  PLAIT_CHECK(fs::exists(path), concat("checkpoint ", path.string(), " does not exist"), "name a checkpoint or run folder");
+  if (fs::exists(path / kIndex)) return path;
+  for (const fs::path& root : {path, path / "checkpoints"}) {
+    if (!fs::exists(root / kLatest)) continue;
+    std::string name;
+    std::ifstream(root / kLatest) >> name;
+    const fs::path folder = root / name;
+    PLAIT_CHECK(!name.empty() && fs::exists(folder / kIndex),
+                concat((root / kLatest).string(), " points at '", name, "', which is not a complete checkpoint"),
+                "name a step-<N> folder that has an index.json");
+    return folder;
+  }
+  const bool staging = path.filename().string().rfind(".step-", 0) == 0;
+  throw Error(concat(path.string(), staging ? " is a checkpoint whose save did not finish (no index.json)"
+                                            : " holds no checkpoint: no index.json and no latest pointer"),
+              "name a step-<N> folder, a folder of checkpoints, or a run folder that saved one");
+}
+
+CheckpointIndex read_index(const fs::path& folder) {
+  const fs::path path = folder / kIndex;
+  std::ifstream in(path);
+  PLAIT_CHECK(in.good(), concat(folder.string(), " is not a complete checkpoint: it has no index.json"),
+              "a save that did not finish leaves no index; resume from an earlier checkpoint");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(concat(path.string(), " is not valid JSON: ", e.what()), "the checkpoint is damaged");
+  }
+  return index_from_json(j, path.string());
+}
+
+std::string file_xxh3(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  PLAIT_CHECK(in.good(), concat("cannot read ", path.string()), "check the checkpoint folder");
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::vector<char> buffer(4 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    XXH3_64bits_update(state, buffer.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+  XXH3_freeState(state);
+  return hex;
+}
+
+}  // namespace plait::checkpoint

@@ -1,0 +1,34 @@
+#pragma once
+// A checkpoint's life on disk. Its ranks write into a staging folder (.step-<N>.partial)
+// that no reader takes for a checkpoint; the index goes in last, every file and the
+// folder are fsynced, then the folder is renamed to step-<N> and the `latest` pointer is
+// replaced by rename. A crash at any moment leaves the previous checkpoint and pointer
+// intact, and never a folder named like a complete one.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "checkpoint/checkpoint_index.hpp"
+
+namespace plait::checkpoint {
+
+namespace fs = std::filesystem;
+
+std::string step_folder_name(int64_t step);
+// The staging folder of `step` under `root`, emptied (a crashed save's leftovers go).
+fs::path begin_staging(const fs::path& root, int64_t step);
+// Writes the index into the staging folder and makes it step-<N>, then `latest`.
+fs::path commit(const fs::path& root, const fs::path& staging, const CheckpointIndex& index);
+// Removes the oldest complete checkpoints beyond `keep_last` (0 keeps all), never the latest.
+void prune(const fs::path& root, int64_t keep_last);
+
+// A checkpoint folder from what the user named: a checkpoint (index.json), a folder
+// of checkpoints (its `latest`), or a run folder (checkpoints/latest).
+fs::path resolve_checkpoint(const fs::path& path);
+CheckpointIndex read_index(const fs::path& folder);
+
+// xxh3-64 of a whole file, 16 hex digits.
+std::string file_xxh3(const fs::path& path);
+void fsync_path(const fs::path& path);  // a file or a folder
+
+}  // namespace plait::checkpoint

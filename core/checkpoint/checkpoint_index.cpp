@@ -1,0 +1,152 @@
+#include "checkpoint/checkpoint_index.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait::checkpoint {
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{1}, std::multiplies<>());
+}
+
+nlohmann::ordered_json part_json(const TensorPart& p) {
+  nlohmann::ordered_json j = {{"file", p.file}, {"key", p.key}};
+  if (p.flat) {
+    j["flat"] = {p.start, p.length};
+  } else {
+    j["offsets"] = p.offsets;
+    j["lengths"] = p.lengths;
+  }
+  return j;
+}
+
+TensorPart part_from(const nlohmann::json& j) {
+  TensorPart p;
+  p.file = j.at("file").get<std::string>();
+  p.key = j.at("key").get<std::string>();
+  p.flat = j.contains("flat");
+  if (p.flat) {
+    const auto range = j.at("flat").get<std::vector<int64_t>>();
+    PLAIT_CHECK(range.size() == 2, "a flat part has [start, length]", "");
+    p.start = range[0];
+    p.length = range[1];
+  } else {
+    p.offsets = j.at("offsets").get<std::vector<int64_t>>();
+    p.lengths = j.at("lengths").get<std::vector<int64_t>>();
+  }
+  return p;
+}
+
+}  // namespace
+
+int64_t TensorPart::numel() const { return flat ? length : product(lengths); }
+int64_t TensorEntry::numel() const { return product(shape); }
+
+nlohmann::ordered_json tensor_to_json(const TensorEntry& t) {
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  for (const auto& p : t.parts) parts.push_back(part_json(p));
+  return {{"dtype", t.dtype}, {"shape", t.shape}, {"parts", parts}};
+}
+
+TensorEntry tensor_from_json(const nlohmann::json& t) {
+  TensorEntry e{t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<int64_t>>(), {}};
+  for (const auto& p : t.at("parts")) e.parts.push_back(part_from(p));
+  return e;
+}
+
+nlohmann::ordered_json to_json(const CheckpointIndex& index) {
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
+  for (const auto& [name, t] : index.tensors) tensors[name] = tensor_to_json(t);
+  nlohmann::ordered_json files = nlohmann::ordered_json::object();
+  for (const auto& [name, f] : index.files) files[name] = {{"bytes", f.bytes}, {"xxh3", f.xxh3}};
+  return {{"format", "plait-checkpoint"},
+          {"format_version", index.format_version},
+          {"plait_version", index.plait_version},
+          {"libtorch_version", index.libtorch_version},
+          {"step", index.step},
+          {"tokens", index.tokens},
+          {"samples", index.samples},
+          {"mesh", index.mesh},
+          {"plugins", index.plugins},
+          {"state", index.state},
+          {"files", files},
+          {"tensors", tensors}};
+}
+
+CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& where) {
+  PLAIT_CHECK(j.is_object() && j.value("format", "") == "plait-checkpoint",
+              concat(where, " is not a plait checkpoint index"), "point at a checkpoint folder (step-<N>) or a run folder");
+  const int version = j.value("format_version", 0);
+  PLAIT_CHECK(version == kFormatVersion,
+              concat(where, ": checkpoint format version ", version, ", but this plait reads version ", kFormatVersion),
+              "load it with the plait that wrote it, or export its weights there");
+  CheckpointIndex index;
+  try {
+    index.plait_version = j.at("plait_version").get<std::string>();
+    index.libtorch_version = j.at("libtorch_version").get<std::string>();
+    index.step = j.at("step").get<int64_t>();
+    index.tokens = j.at("tokens").get<int64_t>();
+    index.samples = j.at("samples").get<int64_t>();
+    index.mesh = j.at("mesh").get<std::map<std::string, int64_t>>();
+    index.plugins = j.at("plugins").get<std::map<std::string, std::string>>();
+    index.state = j.at("state");
+    for (const auto& [name, f] : j.at("files").items()) {
+      index.files[name] = {f.at("bytes").get<int64_t>(), f.at("xxh3").get<std::string>()};
+    }
+    for (const auto& [name, t] : j.at("tensors").items()) index.tensors[name] = tensor_from_json(t);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(concat(where, ": the checkpoint index is malformed: ", e.what()), "the checkpoint is damaged");
+  }
+  for (const auto& [name, t] : index.tensors) {
+    for (const auto& p : t.parts) {
+      PLAIT_CHECK(index.files.count(p.file) == 1,
+                  concat(where, ": tensor ", name, " has a part in ", p.file, ", which the index does not list"),
+                  "the checkpoint is damaged");
+    }
+    check_parts_cover(name, t, where);
+  }
+  return index;
+}
+
+void check_parts_cover(const std::string& name, const TensorEntry& entry, const std::string& where) {
+  const int64_t numel = entry.numel();
+  std::vector<std::pair<int64_t, int64_t>> flat;
+  int64_t covered = 0;
+  for (const auto& p : entry.parts) {
+    if (p.flat) {
+      PLAIT_CHECK(p.start >= 0 && p.length > 0 && p.start + p.length <= numel,
+                  concat(where, ": tensor ", name, " has a flat part [", p.start, ", ", p.start + p.length,
+                         ") outside its ", numel, " elements"),
+                  "the checkpoint is damaged");
+      flat.emplace_back(p.start, p.start + p.length);
+    } else {
+      PLAIT_CHECK(p.offsets.size() == entry.shape.size() && p.lengths.size() == entry.shape.size(),
+                  concat(where, ": tensor ", name, " has a slice of ", p.offsets.size(), " dimensions for a shape of ",
+                         entry.shape.size()),
+                  "the checkpoint is damaged");
+      for (std::size_t d = 0; d < entry.shape.size(); ++d) {
+        PLAIT_CHECK(p.offsets[d] >= 0 && p.lengths[d] > 0 && p.offsets[d] + p.lengths[d] <= entry.shape[d],
+                    concat(where, ": tensor ", name, " has a slice past its dimension ", d, " of ", entry.shape[d]),
+                    "the checkpoint is damaged");
+      }
+    }
+    covered += p.numel();
+  }
+  std::sort(flat.begin(), flat.end());
+  for (std::size_t k = 1; k < flat.size(); ++k) {
+    PLAIT_CHECK(flat[k].first >= flat[k - 1].second,
+                concat(where, ": tensor ", name, " has overlapping parts at element ", flat[k].first),
+                "the checkpoint is damaged");
+  }
+  // Slices of one tensor are disjoint by construction (a mesh's tiles); counting their
+  // elements with the flat ranges' catches a missing part.
+  PLAIT_CHECK(covered == numel,
+              concat(where, ": tensor ", name, "'s parts hold ", covered, " of its ", numel, " elements"),
+              "the checkpoint is incomplete: a rank's part is missing");
+}
+
+}  // namespace plait::checkpoint

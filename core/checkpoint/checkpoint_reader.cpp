@@ -1,0 +1,159 @@
+#include "checkpoint/checkpoint_reader.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+
+#include "checkpoint/checkpoint_files.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait::checkpoint {
+namespace {
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+// The global row-major index of each element of a slice, in the slice's order.
+at::Tensor global_indices(const std::vector<int64_t>& shape, const std::vector<int64_t>& offsets,
+                          const std::vector<int64_t>& lengths) {
+  const auto strides = strides_of(shape);
+  at::Tensor g = at::zeros({1}, at::kLong);
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    const at::Tensor along = (at::arange(offsets[d], offsets[d] + lengths[d], at::kLong) * strides[d]);
+    g = (g.unsqueeze(-1) + along.unsqueeze(0)).reshape({-1});
+  }
+  return g;
+}
+
+int64_t region_numel(const Region& r) {
+  if (r.flat) return r.length;
+  int64_t n = 1;
+  for (int64_t l : r.lengths) n *= l;
+  return n;
+}
+
+}  // namespace
+
+Region Region::whole(const TensorEntry& entry) {
+  return slice(std::vector<int64_t>(entry.shape.size(), 0), entry.shape);
+}
+
+CheckpointReader::CheckpointReader(std::filesystem::path folder)
+    : folder_(std::move(folder)), index_(read_index(folder_)) {}
+
+CheckpointReader::~CheckpointReader() {
+  for (auto& [name, f] : files_) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+}
+
+void CheckpointReader::verify() const {
+  for (const auto& [name, entry] : index_.files) {
+    const auto path = folder_ / name;
+    PLAIT_CHECK(std::filesystem::exists(path), concat("checkpoint file ", path.string(), " is missing"),
+                "the checkpoint is incomplete; resume from another one");
+    const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
+    PLAIT_CHECK(size == entry.bytes,
+                concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", entry.bytes),
+                "the file was truncated or replaced; resume from another checkpoint");
+    const std::string sum = file_xxh3(path);
+    PLAIT_CHECK(sum == entry.xxh3,
+                concat("checkpoint file ", path.string(), " fails its checksum (xxh3 ", sum, ", index ", entry.xxh3, ")"),
+                "the file is damaged; resume from another checkpoint");
+  }
+}
+
+CheckpointReader::OpenFile& CheckpointReader::open(const std::string& file) {
+  auto it = files_.find(file);
+  if (it != files_.end()) return it->second;
+  const auto path = (folder_ / file).string();
+  OpenFile f;
+  f.tensors = read_safetensors_header(path);
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  PLAIT_CHECK(f.fd >= 0, concat("cannot open checkpoint file ", path, ": ", std::strerror(errno)), "check the folder");
+  return files_.emplace(file, std::move(f)).first->second;
+}
+
+const StoredTensor& CheckpointReader::stored(const TensorPart& part, const TensorEntry& entry, const std::string& name) {
+  const OpenFile& f = open(part.file);
+  const auto it = f.tensors.find(part.key);
+  const std::string where = (folder_ / part.file).string();
+  PLAIT_CHECK(it != f.tensors.end(), concat(where, " has no tensor '", part.key, "' (a part of ", name, ")"),
+              "the checkpoint is damaged");
+  const int64_t esize = static_cast<int64_t>(c10::elementSize(safetensors_dtype(entry.dtype, where)));
+  PLAIT_CHECK(it->second.end - it->second.begin == part.numel() * esize,
+              concat(where, ": part '", part.key, "' of ", name, " has ", it->second.end - it->second.begin,
+                     " bytes for ", part.numel(), " elements of ", entry.dtype),
+              "the checkpoint is damaged");
+  return it->second;
+}
+
+void CheckpointReader::pread_into(const std::string& file, void* into, int64_t bytes, int64_t at) {
+  const int fd = open(file).fd;
+  auto* p = static_cast<char*>(into);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, p, static_cast<std::size_t>(bytes), at);
+    if (n < 0 && errno == EINTR) continue;
+    PLAIT_CHECK(n > 0, concat("reading ", (folder_ / file).string(), " failed: ", n == 0 ? "unexpected end" : std::strerror(errno)),
+                "the file was truncated");
+    p += n;
+    at += n;
+    bytes -= n;
+    bytes_read_ += n;
+  }
+}
+
+at::Tensor CheckpointReader::read(const std::string& name, const Region& region) {
+  const auto found = index_.tensors.find(name);
+  PLAIT_CHECK(found != index_.tensors.end(), concat("checkpoint ", folder_.string(), " has no tensor ", name),
+              "it was saved from another model");
+  const TensorEntry& entry = found->second;
+  const at::ScalarType dtype = safetensors_dtype(entry.dtype, folder_.string());
+  const int64_t esize = static_cast<int64_t>(c10::elementSize(dtype));
+  at::Tensor out = at::empty(region.flat ? std::vector<int64_t>{region.length} : region.lengths, at::TensorOptions().dtype(dtype));
+  at::Tensor flat_out = out.view({-1});
+  // The region's global element indices, for parts that are not both flat ranges.
+  at::Tensor region_global;
+  int64_t filled = 0;
+  for (const TensorPart& part : entry.parts) {
+    const StoredTensor& s = stored(part, entry, name);
+    if (part.flat && region.flat) {
+      const int64_t a = std::max(part.start, region.start), b = std::min(part.start + part.length, region.start + region.length);
+      if (a >= b) continue;
+      pread_into(part.file, static_cast<char*>(out.data_ptr()) + (a - region.start) * esize, (b - a) * esize,
+                 s.begin + (a - part.start) * esize);
+      filled += b - a;
+      continue;
+    }
+    at::Tensor part_global = part.flat ? at::arange(part.start, part.start + part.length, at::kLong)
+                                       : global_indices(entry.shape, part.offsets, part.lengths);
+    if (!region_global.defined()) {
+      region_global = region.flat ? at::arange(region.start, region.start + region.length, at::kLong)
+                                  : global_indices(entry.shape, region.offsets, region.lengths);
+    }
+    // Where each part element lands in the region (sorted search over the region's
+    // increasing global indices), and whether it is in it at all.
+    const at::Tensor pos = at::searchsorted(region_global, part_global).clamp_max(region_global.numel() - 1);
+    const at::Tensor inside = region_global.index_select(0, pos).eq(part_global);
+    const int64_t hits = inside.sum().item<int64_t>();
+    if (hits == 0) continue;
+    at::Tensor values = at::empty({part.numel()}, at::TensorOptions().dtype(dtype));
+    pread_into(part.file, values.data_ptr(), s.end - s.begin, s.begin);
+    flat_out.index_put_({pos.masked_select(inside)}, values.masked_select(inside));
+    filled += hits;
+  }
+  PLAIT_CHECK(filled == region_numel(region),
+              concat("checkpoint ", folder_.string(), ": the parts of ", name, " hold ", filled, " of the ",
+                     region_numel(region), " elements asked for"),
+              "the checkpoint is incomplete");
+  return out;
+}
+
+}  // namespace plait::checkpoint

@@ -1,0 +1,166 @@
+// The checkpoint format on disk: ranks' parts (flat ranges and slices) merged into one
+// index, any region read back from whichever parts hold it and only their bytes, the
+// atomic commit and `latest`, and the refusals: a flipped byte, a torn save, an unknown
+// version, a missing part.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <ATen/ATen.h>
+
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
+#include "checkpoint/shard_writer.hpp"
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::checkpoint;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+TensorPart flat(int64_t start, int64_t length) {
+  TensorPart p;
+  p.start = start;
+  p.length = length;
+  return p;
+}
+
+TensorPart slice(std::vector<int64_t> offsets, std::vector<int64_t> lengths) {
+  TensorPart p;
+  p.flat = false;
+  p.offsets = std::move(offsets);
+  p.lengths = std::move(lengths);
+  return p;
+}
+
+// A [6, 4] tensor saved as two flat ranges (as ZeRO shards a flat buffer) and a [4, 6]
+// one as two column slices (as Megatron splits a row-parallel weight), by two ranks.
+struct Saved {
+  at::Tensor zero = at::arange(24, at::kFloat).view({6, 4});
+  at::Tensor megatron = at::arange(100, 124, at::kFloat).view({4, 6});
+  fs::path root, folder;
+};
+
+Saved save_two_ranks(const TempDir& dir, int64_t step, bool drop_rank_1_zero_part = false) {
+  Saved s;
+  s.root = dir / "checkpoints";
+  const fs::path staging = begin_staging(s.root, step);
+  CheckpointIndex index;
+  index.step = step;
+  index.mesh = {{"dp", 2}, {"pp", 1}, {"tp", 2}};
+  const at::Tensor z = s.zero.reshape({-1});
+  std::vector<OwnedPart> rank0 = {{"zero.w", {6, 4}, flat(0, 10), z.narrow(0, 0, 10)},
+                                  {"megatron.w", {4, 6}, slice({0, 0}, {4, 3}), s.megatron.narrow(1, 0, 3)}};
+  std::vector<OwnedPart> rank1 = {{"megatron.w", {4, 6}, slice({0, 3}, {4, 3}), s.megatron.narrow(1, 3, 3)}};
+  if (!drop_rank_1_zero_part) rank1.insert(rank1.begin(), {"zero.w", {6, 4}, flat(10, 14), z.narrow(0, 10, 14)});
+  for (const auto& [rank, parts] : std::vector<std::pair<int, std::vector<OwnedPart>>>{{0, rank0}, {1, rank1}}) {
+    // Each rank's description makes the trip a multi-rank save makes.
+    merge_shard(index, shard_from_json(shard_to_json(write_rank_shard(staging, rank, parts))));
+  }
+  s.folder = commit(s.root, staging, index);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint's regions read back from flat and sliced parts, whichever rank wrote them",
+          "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir, 5);
+  CHECK(s.folder == s.root / "step-5");
+  CHECK(resolve_checkpoint(s.root) == s.folder);
+  CheckpointReader reader(resolve_checkpoint(s.root));
+  reader.verify();
+  CHECK(reader.index().step == 5);
+  const TensorEntry& z = reader.index().tensors.at("zero.w");
+  CHECK(at::equal(reader.read("zero.w", Region::whole(z)), s.zero));
+  CHECK(at::equal(reader.read("megatron.w", Region::whole(reader.index().tensors.at("megatron.w"))), s.megatron));
+
+  // A flat range across both ranks' ranges reads exactly its bytes.
+  const int64_t before = reader.bytes_read();
+  CHECK(at::equal(reader.read("zero.w", Region::range(7, 6)), s.zero.reshape({-1}).narrow(0, 7, 6)));
+  CHECK(reader.bytes_read() - before == 6 * 4);
+  // A slice out of flat parts (zero -> megatron), and a flat range out of slices (megatron -> zero).
+  CHECK(at::equal(reader.read("zero.w", Region::slice({1, 2}, {4, 2})), s.zero.narrow(0, 1, 4).narrow(1, 2, 2)));
+  CHECK(at::equal(reader.read("megatron.w", Region::range(5, 9)), s.megatron.reshape({-1}).narrow(0, 5, 9)));
+}
+
+TEST_CASE("verify names the file whose byte was flipped, and its size when truncated", "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir, 3);
+  const fs::path victim = s.folder / "rank-1.safetensors";
+  {
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-5, std::ios::end);
+    const char c = static_cast<char>(f.get());
+    f.seekp(-5, std::ios::end);
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  CheckpointReader reader(s.folder);
+  CHECK_THROWS_WITH(reader.verify(), StartsWith(concat("checkpoint file ", victim.string(), " fails its checksum")));
+  fs::resize_file(victim, fs::file_size(victim) - 1);
+  CHECK_THROWS_WITH(reader.verify(), StartsWith(concat("checkpoint file ", victim.string(), " has ")) &&
+                                         Contains("its index says"));
+}
+
+TEST_CASE("a save that did not finish is never taken for a checkpoint; latest keeps the previous one", "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir, 2);
+  const fs::path torn = begin_staging(s.root, 4);  // a crash after the ranks started step 4's files
+  write_rank_shard(torn, 0, {{"zero.w", {6, 4}, flat(0, 24), s.zero}});
+  CHECK(resolve_checkpoint(s.root) == s.root / "step-2");
+  CHECK_THROWS_WITH(resolve_checkpoint(torn), Contains("is a checkpoint whose save did not finish (no index.json)"));
+  CHECK_THROWS_WITH(CheckpointReader(torn), Contains("is not a complete checkpoint: it has no index.json"));
+}
+
+TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover it", "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir, 1);
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(s.folder / "index.json"));
+  j["format_version"] = 2;
+  std::ofstream(s.folder / "index.json") << j.dump();
+  CHECK_THROWS_WITH(read_index(s.folder),
+                    Contains("checkpoint format version 2, but this plait reads version 1"));
+
+  TempDir other;
+  CHECK_THROWS_WITH(save_two_ranks(other, 1, /*drop_rank_1_zero_part=*/true),
+                    Contains("tensor zero.w's parts hold 10 of its 24 elements"));
+}
+
+TEST_CASE("keep_last prunes the oldest complete checkpoints and never the latest", "[checkpoint]") {
+  TempDir dir;
+  for (int64_t step : {1, 2, 3}) save_two_ranks(dir, step);
+  prune(dir / "checkpoints", 2);
+  CHECK_FALSE(fs::exists(dir / "checkpoints/step-1"));
+  CHECK(fs::exists(dir / "checkpoints/step-2"));
+  CHECK(resolve_checkpoint(dir / "checkpoints") == dir / "checkpoints/step-3");
+  // A run folder resolves through checkpoints/latest.
+  CHECK(resolve_checkpoint(dir.path()) == dir / "checkpoints/step-3");
+}
+
+TEST_CASE("plait checkpoint inspect and verify: what was saved, and a flipped byte named", "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir, 7);
+  ProcessResult shown = run_plait({"checkpoint", "inspect", dir.path().string()});
+  INFO(shown.output);
+  CHECK(shown.exit_code == 0);
+  CHECK_THAT(shown.output, Contains(concat("checkpoint ", s.folder.string(), "\n")) &&
+                               Contains("step 7, 0 tokens, 0 samples") && Contains("saved under dp 2 x pp 1 x tp 2") &&
+                               Contains("2 tensors in 2 files") && Contains("megatron.w") && Contains("4 x 6"));
+  ProcessResult ok = run_plait({"checkpoint", "verify", s.folder.string()});
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.output, Contains("2 files, every size and checksum as its index says"));
+  {
+    std::fstream f(s.folder / "rank-0.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  ProcessResult bad = run_plait({"checkpoint", "verify", dir.path().string()});
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Contains(concat("error: checkpoint file ", (s.folder / "rank-0.safetensors").string(),
+                                         " fails its checksum")));
+}
