@@ -197,9 +197,11 @@ class NcclOrderCommunicator final : public Communicator {
 
   static int tag_of_data(const Group& g, std::size_t k) { return static_cast<int>(2 * g.number[k] + 1); }
 
+  // Rounded up, so that gloo's own timeout never fires before the deadline, which is what
+  // makes its failure read as "did not complete within".
   static void wait_until(Work& work, std::chrono::steady_clock::time_point deadline) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    work.wait(std::max(left, std::chrono::milliseconds(1)));
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    work.wait(std::max(left, std::chrono::milliseconds(0)) + std::chrono::milliseconds(1));
   }
 
   // `timed_out`: the deadline passed (gloo's own words would only say so, with its source path).

@@ -107,7 +107,7 @@ TEST_CASE("verify names the file whose byte was flipped, and its size when trunc
                                          Contains("its index says"));
 }
 
-TEST_CASE("a save that did not finish is never taken for a checkpoint; latest keeps the previous one", "[checkpoint]") {
+TEST_CASE("a save that did not finish is never taken for a checkpoint, and latest keeps the previous one", "[checkpoint]") {
   TempDir dir;
   const Saved s = save_two_ranks(dir, 2);
   const fs::path torn = begin_staging(s.root, 4);  // a crash after the ranks started step 4's files
