@@ -27,7 +27,7 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank)
 void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps) {
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
-  if (step % log_every_ != 0 && step != steps_ && out.result.applied) return;
+  if (!is_logged_step(step, log_every_, steps_) && out.result.applied) return;
   const MemoryStats mem = rank_memory(rank_.device);
   const StateBytes state = rank_.dp.plugin->state_bytes();
   const CommStats::Drained comm = plan_.world->stats().drain();

@@ -15,6 +15,12 @@
 
 namespace plait {
 
+// Steps whose figures are recorded: every log_every-th and the last (skipped ones too,
+// which the reporter adds).
+inline bool is_logged_step(int64_t step, int64_t log_every, int64_t steps) {
+  return step % log_every == 0 || step == steps;
+}
+
 class StepReporter {
  public:
   StepReporter(const RunPlan& plan, Rank& rank);

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "data/make_sampler.hpp"
+#include "train/step_report.hpp"
 
 namespace plait {
 
@@ -32,7 +33,7 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates) {
   // The loss of a step is normalised by the tokens of the whole global batch.
   const at::Tensor tokens = global_tokens(batches);
   StepRequests requests = dumps_.requests(step);
-  requests.time_span = requests.keep_timeline || step % log_every_ == 0 || step == steps_;  // recorded steps
+  requests.time_span = requests.keep_timeline || is_logged_step(step, log_every_, steps_);
   out.schedule = rank_.executor->run(batches, tokens, requests);
   dumps_.after_schedule(step, batches, out.schedule);
   at::Tensor loss_here = out.schedule.loss_sum;

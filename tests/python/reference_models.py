@@ -168,3 +168,31 @@ def nanogpt_adamw(params, lr, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-8):
     return torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
                               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
                              lr=lr, betas=betas, eps=eps, foreach=False, fused=False)
+
+
+def eager_tokens_per_s(model, vocab, B, T, steps, device="cpu", autocast_dtype=None):
+    """Tokens/s of each PyTorch eager step of `model` on random tokens: forward (under
+    autocast when asked), token-mean cross-entropy, backward, clip 1.0, nanoGPT's AdamW,
+    then the loss read, as plait's step ends."""
+    import contextlib
+    import time
+    params = list(model.parameters())
+    opt = nanogpt_adamw(params, lr=1e-3)
+    cast = torch.autocast(device, dtype=autocast_dtype) if autocast_dtype else contextlib.nullcontext()
+    rates = []
+    for _ in range(steps):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        buf = torch.randint(0, vocab, (B, T + 1), device=device)
+        x, y = buf[:, :-1], buf[:, 1:]
+        with cast:
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().view(-1, vocab), y.reshape(-1), reduction="sum") / (B * T)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+        rates.append(B * T / (time.perf_counter() - t0))
+    return rates

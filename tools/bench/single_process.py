@@ -19,11 +19,10 @@ import time
 from pathlib import Path
 
 import torch
-from torch.nn import functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "python"))
-from reference_models import GPT, nanogpt_adamw  # noqa: E402
+from reference_models import GPT, eager_tokens_per_s  # noqa: E402
 
 # name: (n_layer, n_head, n_embd, vocab, block, B, T, steps)
 MODELS = {
@@ -62,22 +61,7 @@ def torch_round(name):
     L, H, C, V, block, B, T, steps = MODELS[name]
     torch.manual_seed(0)
     model = GPT(vocab_size=V, block_size=block, n_layer=L, n_head=H, n_embd=C)
-    params = list(model.parameters())
-    opt = nanogpt_adamw(params, lr=1e-3)
-    rates = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        buf = torch.randint(0, V, (B, T + 1))
-        x, y = buf[:, :-1], buf[:, 1:]
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, V), y.reshape(-1), reduction="sum") / (B * T)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        loss.item()
-        rates.append(B * T / (time.perf_counter() - t0))
-    return statistics.median(rates[WARMUP:])
+    return statistics.median(eager_tokens_per_s(model, V, B, T, steps)[WARMUP:])
 
 
 def main():

@@ -123,9 +123,8 @@ def memory_against_nvidia_smi(c):
 
 def throughput_against_eager(c):
     import torch
-    from torch.nn import functional as F
     sys.path.insert(0, str(ROOT / "tests" / "python"))
-    from reference_models import GPT, nanogpt_adamw
+    from reference_models import GPT, eager_tokens_per_s
     B, T, steps = 8, 1024, 20
     rows, _ = c.plait_run("gpt2-124m", "configs/gpt2-tiny-single.toml", CUDA + [
         "--set", "model.size=124m", "--set", f"data.micro_batch_size={B}", "--set", f"data.seq_len={T}",
@@ -134,22 +133,7 @@ def throughput_against_eager(c):
     mfu = statistics.median(r["mfu"] for r in rows[5:])
     torch.manual_seed(0)
     model = GPT(vocab_size=50304, block_size=T, n_layer=12, n_head=12, n_embd=768).cuda()
-    params = list(model.parameters())
-    opt = nanogpt_adamw(params, lr=1e-3)
-    rates = []
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        buf = torch.randint(0, 50304, (B, T + 1), device="cuda")
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            logits = model(buf[:, :-1])
-            loss = F.cross_entropy(logits.float().view(-1, 50304), buf[:, 1:].reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        loss.item()
-        rates.append(B * T / (time.perf_counter() - t0))
+    rates = eager_tokens_per_s(model, 50304, B, T, steps, device="cuda", autocast_dtype=torch.bfloat16)
     theirs = statistics.median(rates[5:])
     return ours > 0, (f"plait {ours:.0f} tok/s (MFU {mfu:.1%} of 989 TFLOP/s), PyTorch eager {theirs:.0f} tok/s, "
                       f"ratio {ours / theirs:.2f}"), {"plait_tokens_per_s": ours, "eager_tokens_per_s": theirs,

@@ -291,6 +291,8 @@ void ShardedEngine::make_groups(const StageModel& model) {
       if (group_of_unit_[u] < 0 && groups_[owner].sharded_params) group_of_unit_[u] = static_cast<long>(owner);
     }
   }
+  uploads_.resize(groups_.size());
+  grad_staging_.resize(groups_.size());
 }
 
 // The group's parameters become views of its working-dtype flat buffer; this rank's
@@ -377,8 +379,8 @@ void ShardedEngine::gather(std::size_t group) {
   g.gather_input = g.param_shard;
   if (offload_params_) {
     g.gather_input = at::empty(g.param_shard.sizes(), g.param_shard.options().device(g.full.device()));
-    upload_of(group) = offload_->copy(g.gather_input, g.param_shard);
-    upload_of(group)->before_device_use();
+    uploads_[group] = offload_->copy(g.gather_input, g.param_shard);
+    uploads_[group]->before_device_use();
   }
   if (shard_comm_ == nullptr) {
     g.full.copy_(g.gather_input);
@@ -520,7 +522,6 @@ void ShardedEngine::download_grad_shard(std::size_t group, const at::Tensor& red
   const at::Tensor typed = reduced.to(g.grad_shard.scalar_type());  // on the device, before it leaves
   GradDownload d{.group = group, .copy = nullptr, .staging = at::Tensor()};
   if (accumulated_ && plan_.stage != 1) {  // stage 2/3: the earlier microbatches' part is there
-    if (grad_staging_.size() < groups_.size()) grad_staging_.resize(groups_.size());
     if (!grad_staging_[group].defined()) {
       on_host_if(true, [&] { grad_staging_[group] = offload_->to_host(at::empty_like(typed)); });
     }
@@ -529,11 +530,6 @@ void ShardedEngine::download_grad_shard(std::size_t group, const at::Tensor& red
   d.copy = offload_->copy(d.staging.defined() ? d.staging : g.grad_shard, typed);
   downloads_.push_back(std::move(d));
   if (context_->metrics) context_->metrics->count("offload_d2h_bytes", static_cast<double>(reduced.nbytes()));
-}
-
-std::unique_ptr<CopyInFlight>& ShardedEngine::upload_of(std::size_t group) {
-  if (uploads_.size() < groups_.size()) uploads_.resize(groups_.size());
-  return uploads_[group];
 }
 
 void ShardedEngine::finish_grad_downloads() {
@@ -593,7 +589,7 @@ void ShardedEngine::update(const UpdateArgs& args) {
   std::vector<at::Tensor> inputs;
   for (std::size_t k = 0; k < groups_.size(); ++k) {
     FlatGroup& g = groups_[k];
-    if (auto& last = upload_of(k)) last->before_host_use();  // the host is about to write its source
+    if (auto& last = uploads_[k]) last->before_host_use();  // the host is about to write its source
     on_host_if(offload_optimizer_, [&] { update_group(g, args); });
     at::NoGradGuard no_grad;
     at::Tensor working = g.sharded_params ? g.param_shard : shard_of(g.full, shard_rank_, g.shard);
@@ -603,8 +599,8 @@ void ShardedEngine::update(const UpdateArgs& args) {
         // group; a working dtype other than the master's is made on the device.
         const bool same = g.master.scalar_type() == working.scalar_type();
         const at::Tensor landing = same ? working : at::empty(g.master.sizes(), g.master.options().device(working.device()));
-        upload_of(k) = offload_->copy(landing, g.master);
-        upload_of(k)->before_device_use();
+        uploads_[k] = offload_->copy(landing, g.master);
+        uploads_[k]->before_device_use();
         if (!same) working.copy_(landing);
       } else {
         on_host_if(offload_params_, [&] { working.copy_(g.master); });

@@ -75,7 +75,6 @@ class ShardedEngine : public DataParallel {
   void finish_oldest_reduction();
   void download_grad_shard(std::size_t group, const at::Tensor& reduced);
   void finish_grad_downloads();
-  std::unique_ptr<CopyInFlight>& upload_of(std::size_t group);
   void update_group(FlatGroup& g, const UpdateArgs& args);
   void clear_gradients(FlatGroup& g);
   at::Tensor gather_shards(const at::Tensor& shard, const FlatGroup& g, const char* phase);
@@ -106,7 +105,7 @@ class ShardedEngine : public DataParallel {
   std::vector<at::Tensor> partial_grad_shards_;
   std::deque<PendingReduce> pending_;
   std::vector<GradDownload> downloads_;  // within one backward
-  std::vector<at::Tensor> grad_staging_;  // per group, made at its first use
+  std::vector<at::Tensor> grad_staging_;  // per group, allocated at its first use
   // Per group: the copy of its updated master into the working parameters, which the
   // host must see finished before it updates the master again.
   std::vector<std::unique_ptr<CopyInFlight>> uploads_;
