@@ -101,22 +101,25 @@ void prune(const fs::path& root, int64_t keep_last) {
   }
 }
 
+std::optional<fs::path> newest_checkpoint(const fs::path& root) {
+  const auto all = complete_checkpoints(root);
+  if (all.empty()) return std::nullopt;
+  return all.back().second;
+}
+
 fs::path resolve_checkpoint(const fs::path& path) {
   PLAIT_CHECK(fs::exists(path), concat("checkpoint ", path.string(), " does not exist"), "name a checkpoint or run folder");
   if (fs::exists(path / kIndex)) return path;
+  // The newest complete checkpoint: a step-<N> name exists only once its save committed,
+  // and a crash between that rename and `latest`'s leaves `latest` one behind.
   for (const fs::path& root : {path, path / "checkpoints"}) {
-    if (!fs::exists(root / kLatest)) continue;
-    std::string name;
-    std::ifstream(root / kLatest) >> name;
-    const fs::path folder = root / name;
-    PLAIT_CHECK(!name.empty() && fs::exists(folder / kIndex),
-                concat((root / kLatest).string(), " points at '", name, "', which is not a complete checkpoint"),
+    if (auto newest = newest_checkpoint(root)) return *newest;
+    PLAIT_CHECK(!fs::exists(root / kLatest), concat((root / kLatest).string(), " points at no complete checkpoint"),
                 "name a step-<N> folder that has an index.json");
-    return folder;
   }
   const bool staging = path.filename().string().rfind(".step-", 0) == 0;
   throw Error(concat(path.string(), staging ? " is a checkpoint whose save did not finish (no index.json)"
-                                            : " holds no checkpoint: no index.json and no latest pointer"),
+                                            : " holds no checkpoint: no index.json and no complete step-<N> folder"),
               "name a step-<N> folder, a folder of checkpoints, or a run folder that saved one");
 }
 

@@ -6,6 +6,7 @@
 // intact, and never a folder named like a complete one.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "checkpoint/checkpoint_index.hpp"
@@ -23,9 +24,11 @@ fs::path commit(const fs::path& root, const fs::path& staging, const CheckpointI
 void prune(const fs::path& root, int64_t keep_last);
 
 // A checkpoint folder from what the user named: a checkpoint (index.json), a folder
-// of checkpoints (its `latest`), or a run folder (checkpoints/latest).
+// of checkpoints (its newest complete one), or a run folder (its checkpoints/' newest).
 fs::path resolve_checkpoint(const fs::path& path);
 CheckpointIndex read_index(const fs::path& folder);
+// The complete checkpoint of the highest step in a folder of checkpoints, if any.
+std::optional<fs::path> newest_checkpoint(const fs::path& root);
 
 // xxh3-64 of a whole file, 16 hex digits.
 std::string file_xxh3(const fs::path& path);

@@ -62,7 +62,7 @@ nlohmann::ordered_json to_json(const CheckpointIndex& index) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
   for (const auto& [name, t] : index.tensors) tensors[name] = tensor_to_json(t);
   nlohmann::ordered_json files = nlohmann::ordered_json::object();
-  for (const auto& [name, f] : index.files) files[name] = {{"bytes", f.bytes}, {"xxh3", f.xxh3}};
+  for (const auto& [name, f] : index.files) files[name] = {{"bytes", f.bytes}, {"xxh3", f.xxh3}, {"block_bytes", f.block_bytes}, {"blocks", f.blocks}};
   return {{"format", "plait-checkpoint"},
           {"format_version", index.format_version},
           {"plait_version", index.plait_version},
@@ -95,7 +95,8 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
     index.plugins = j.at("plugins").get<std::map<std::string, std::string>>();
     index.state = j.at("state");
     for (const auto& [name, f] : j.at("files").items()) {
-      index.files[name] = {f.at("bytes").get<int64_t>(), f.at("xxh3").get<std::string>()};
+      index.files[name] = {f.at("bytes").get<int64_t>(), f.at("xxh3").get<std::string>(),
+                           f.at("block_bytes").get<int64_t>(), f.at("blocks").get<std::string>()};
     }
     for (const auto& [name, t] : j.at("tensors").items()) index.tensors[name] = tensor_from_json(t);
   } catch (const nlohmann::json::exception& e) {

@@ -33,9 +33,14 @@ struct TensorEntry {
   int64_t numel() const;
 };
 
+// Besides the whole file's checksum, one per block of block_bytes (the last may be
+// shorter), concatenated: a rank that reads part of a file verifies the blocks it reads,
+// so a resume checks every byte it uses without reading any file twice.
 struct FileEntry {
   int64_t bytes = 0;
   std::string xxh3;  // 16 hex digits
+  int64_t block_bytes = 0;
+  std::string blocks;  // 16 hex digits per block
 };
 
 struct CheckpointIndex {
@@ -54,6 +59,13 @@ nlohmann::ordered_json tensor_to_json(const TensorEntry& entry);
 TensorEntry tensor_from_json(const nlohmann::json& j);  // throws nlohmann's errors
 // `where` names the file in errors.
 CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& where);
+
+// Elements between neighbours along each dimension of a row-major tensor of `shape`.
+inline std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
 
 // Refuses parts that fall outside their tensor, overlap, or do not cover it whole.
 void check_parts_cover(const std::string& name, const TensorEntry& entry, const std::string& where);

@@ -14,16 +14,10 @@
 namespace plait::checkpoint {
 namespace {
 
-std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
-
 // The global row-major index of each element of a slice, in the slice's order.
 at::Tensor global_indices(const std::vector<int64_t>& shape, const std::vector<int64_t>& offsets,
                           const std::vector<int64_t>& lengths) {
-  const auto strides = strides_of(shape);
+  const auto strides = row_major_strides(shape);
   at::Tensor g = at::zeros({1}, at::kLong);
   for (std::size_t d = 0; d < shape.size(); ++d) {
     const at::Tensor along = (at::arange(offsets[d], offsets[d] + lengths[d], at::kLong) * strides[d]);
@@ -73,12 +67,37 @@ void CheckpointReader::verify() const {
 CheckpointReader::OpenFile& CheckpointReader::open(const std::string& file) {
   auto it = files_.find(file);
   if (it != files_.end()) return it->second;
-  const auto path = (folder_ / file).string();
+  const auto path = folder_ / file;
+  const auto listed = index_.files.find(file);
+  PLAIT_CHECK(listed != index_.files.end(), concat("checkpoint ", folder_.string(), ": its index lists no file ", file),
+              "the index is damaged; resume from another checkpoint");
+  PLAIT_CHECK(std::filesystem::exists(path), concat("checkpoint file ", path.string(), " is missing"),
+              "the checkpoint is incomplete; resume from another one");
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
+  PLAIT_CHECK(size == listed->second.bytes,
+              concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", listed->second.bytes),
+              "the file was truncated or replaced; resume from another checkpoint");
+  const FileEntry& entry = listed->second;
+  PLAIT_CHECK(entry.block_bytes > 0 &&
+                  static_cast<int64_t>(entry.blocks.size()) == 16 * ((entry.bytes + entry.block_bytes - 1) / entry.block_bytes),
+              concat("checkpoint ", folder_.string(), ": the index's block checksums of ", file, " do not fit its size"),
+              "the index is damaged; resume from another checkpoint");
   OpenFile f;
-  f.tensors = read_safetensors_header(path);
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  PLAIT_CHECK(f.fd >= 0, concat("cannot open checkpoint file ", path, ": ", std::strerror(errno)), "check the folder");
-  return files_.emplace(file, std::move(f)).first->second;
+  PLAIT_CHECK(f.fd >= 0, concat("cannot open checkpoint file ", path.string(), ": ", std::strerror(errno)), "check the folder");
+  f.entry = &entry;
+  f.verified.assign(static_cast<std::size_t>((entry.bytes + entry.block_bytes - 1) / entry.block_bytes), false);
+  OpenFile& opened = files_.emplace(file, std::move(f)).first->second;
+  // The header's bytes are checked like the tensors': read through the checked path.
+  char length[8];
+  pread_into(file, length, 8, 0);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(length[i])) << (8 * i);
+  PLAIT_CHECK(n + 8 <= static_cast<uint64_t>(size), concat(path.string(), ": not a safetensors file"), "the file is damaged");
+  std::string header(n, '\0');
+  pread_into(file, header.data(), static_cast<int64_t>(n), 8);
+  opened.tensors = parse_safetensors_header(header, size, path.string());
+  return opened;
 }
 
 const StoredTensor& CheckpointReader::stored(const TensorPart& part, const TensorEntry& entry, const std::string& name) {
@@ -95,18 +114,49 @@ const StoredTensor& CheckpointReader::stored(const TensorPart& part, const Tenso
   return it->second;
 }
 
-void CheckpointReader::pread_into(const std::string& file, void* into, int64_t bytes, int64_t at) {
-  const int fd = open(file).fd;
-  auto* p = static_cast<char*>(into);
+void CheckpointReader::raw_pread(OpenFile& f, const std::string& file, char* into, int64_t bytes, int64_t at) {
   while (bytes > 0) {
-    const ssize_t n = ::pread(fd, p, static_cast<std::size_t>(bytes), at);
+    const ssize_t n = ::pread(f.fd, into, static_cast<std::size_t>(bytes), at);
     if (n < 0 && errno == EINTR) continue;
     PLAIT_CHECK(n > 0, concat("reading ", (folder_ / file).string(), " failed: ", n == 0 ? "unexpected end" : std::strerror(errno)),
                 "the file was truncated");
-    p += n;
+    into += n;
     at += n;
     bytes -= n;
     bytes_read_ += n;
+  }
+}
+
+// Block by block: a block read for the first time is read whole and checked; a checked
+// block gives only the bytes asked for.
+void CheckpointReader::pread_into(const std::string& file, void* into, int64_t bytes, int64_t at) {
+  OpenFile& f = open(file);
+  const int64_t bb = f.entry->block_bytes;
+  auto* out = static_cast<char*>(into);
+  while (bytes > 0) {
+    const int64_t k = at / bb, begin = k * bb, end = std::min(begin + bb, f.entry->bytes);
+    const int64_t take = std::min(bytes, end - at);
+    if (k == f.cached_block) {
+      std::memcpy(out, f.cache.data() + (at - begin), static_cast<std::size_t>(take));
+    } else if (f.verified[static_cast<std::size_t>(k)]) {
+      raw_pread(f, file, out, take, at);
+    } else {
+      std::vector<char>& block = f.cache;
+      block.resize(static_cast<std::size_t>(end - begin));
+      raw_pread(f, file, block.data(), end - begin, begin);
+      const std::string sum = xxh3_hex(block.data(), block.size());
+      const std::string expected = f.entry->blocks.substr(static_cast<std::size_t>(16 * k), 16);
+      PLAIT_CHECK(sum == expected,
+                  concat("checkpoint file ", (folder_ / file).string(), " fails its checksum in bytes [", begin, ", ", end,
+                         ") (xxh3 ", sum, ", index ", expected, ")"),
+                  "the file is damaged; resume from another checkpoint (`plait checkpoint verify` checks one)");
+      f.verified[static_cast<std::size_t>(k)] = true;
+      f.cached_block = k;
+      std::memcpy(out, block.data() + (at - begin), static_cast<std::size_t>(take));
+    }
+    out += take;
+    at += take;
+    bytes -= take;
   }
 }
 
@@ -141,12 +191,14 @@ at::Tensor CheckpointReader::read(const std::string& name, const Region& region)
     // Where each part element lands in the region (sorted search over the region's
     // increasing global indices), and whether it is in it at all.
     const at::Tensor pos = at::searchsorted(region_global, part_global).clamp_max(region_global.numel() - 1);
-    const at::Tensor inside = region_global.index_select(0, pos).eq(part_global);
-    const int64_t hits = inside.sum().item<int64_t>();
+    const at::Tensor inside = region_global.index_select(0, pos).eq(part_global).nonzero().view({-1});
+    const int64_t hits = inside.numel();
     if (hits == 0) continue;
-    at::Tensor values = at::empty({part.numel()}, at::TensorOptions().dtype(dtype));
-    pread_into(part.file, values.data_ptr(), s.end - s.begin, s.begin);
-    flat_out.index_put_({pos.masked_select(inside)}, values.masked_select(inside));
+    // Only the run of the part's stored elements from the first to the last one needed.
+    const int64_t first = inside[0].item<int64_t>(), last = inside[hits - 1].item<int64_t>();
+    at::Tensor values = at::empty({last - first + 1}, at::TensorOptions().dtype(dtype));
+    pread_into(part.file, values.data_ptr(), (last - first + 1) * esize, s.begin + first * esize);
+    flat_out.index_put_({pos.index_select(0, inside)}, values.index_select(0, inside - first));
     filled += hits;
   }
   PLAIT_CHECK(filled == region_numel(region),

@@ -3,7 +3,9 @@
 // row-major elements, or a rectangular slice), assembled from whichever parts hold it,
 // whatever mesh and strategy wrote them. Only the parts that overlap the region are
 // read, and of a flat part only the overlapping bytes (pread), so ranks together read
-// about the checkpoint once, never all of it each.
+// about the checkpoint once, never all of it each. Every byte read is checked: the first
+// read of a block of a file reads the whole block and compares its checksum with the
+// index's, and a file's missing, short or damaged block is refused naming the file.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -47,10 +49,17 @@ class CheckpointReader {
   struct OpenFile {
     int fd = -1;
     std::map<std::string, StoredTensor> tensors;
+    const FileEntry* entry = nullptr;
+    std::vector<bool> verified;  // per checksum block
+    // The block checked last: parts and regions go through a file in order, so the next
+    // read usually starts in it and takes its bytes from here, not from the disk again.
+    std::vector<char> cache;
+    int64_t cached_block = -1;
   };
   OpenFile& open(const std::string& file);
   const StoredTensor& stored(const TensorPart& part, const TensorEntry& entry, const std::string& name);
   void pread_into(const std::string& file, void* into, int64_t bytes, int64_t at);
+  void raw_pread(OpenFile& f, const std::string& file, char* into, int64_t bytes, int64_t at);
 
   std::filesystem::path folder_;
   CheckpointIndex index_;

@@ -1,9 +1,15 @@
 #include "checkpoint/shard_writer.hpp"
 
+#include <algorithm>
+
 #include "io/safetensors.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::checkpoint {
+
+int64_t checksum_block_bytes(int64_t file_bytes) {
+  return std::clamp<int64_t>(file_bytes / 1024, 4 * 1024, 64 * 1024);
+}
 
 RankShard write_rank_shard(const std::filesystem::path& staging, int rank, const std::vector<OwnedPart>& parts) {
   RankShard shard;
@@ -24,22 +30,24 @@ RankShard write_rank_shard(const std::filesystem::path& staging, int rank, const
     e.parts.push_back(where);
     tensors.emplace_back(where.key, p.values.reshape({-1}));
   }
-  const WrittenFile written = save_safetensors_durable((staging / shard.file).string(), tensors);
-  shard.entry = {written.bytes, written.xxh3};
+  const WrittenFile written = save_safetensors_durable((staging / shard.file).string(), tensors, &checksum_block_bytes);
+  shard.entry = {written.bytes, written.xxh3, written.block_bytes, written.blocks};
   return shard;
 }
 
 nlohmann::json shard_to_json(const RankShard& shard) {
   nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
   for (const auto& [name, t] : shard.tensors) tensors[name] = tensor_to_json(t);
-  return {{"file", shard.file}, {"bytes", shard.entry.bytes}, {"xxh3", shard.entry.xxh3}, {"tensors", tensors}};
+  return {{"file", shard.file},           {"bytes", shard.entry.bytes},  {"xxh3", shard.entry.xxh3},
+          {"block_bytes", shard.entry.block_bytes}, {"blocks", shard.entry.blocks}, {"tensors", tensors}};
 }
 
 RankShard shard_from_json(const nlohmann::json& j) {
   RankShard shard;
   try {
     shard.file = j.at("file").get<std::string>();
-    shard.entry = {j.at("bytes").get<int64_t>(), j.at("xxh3").get<std::string>()};
+    shard.entry = {j.at("bytes").get<int64_t>(), j.at("xxh3").get<std::string>(), j.at("block_bytes").get<int64_t>(),
+                   j.at("blocks").get<std::string>()};
     for (const auto& [name, t] : j.at("tensors").items()) shard.tensors[name] = tensor_from_json(t);
   } catch (const nlohmann::json::exception& e) {
     throw Error(concat("checkpoint: a rank's report of what it saved is malformed: ", e.what()), "");

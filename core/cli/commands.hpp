@@ -14,6 +14,8 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::optional<int64_t> steps;
   std::optional<std::string> out;  // absent: runs/<config>-<time>
+  std::optional<std::string> resume;  // --resume PATH: checkpoint.resume_from
+  bool allow_batch_change = false;    // checkpoint.allow_batch_change
   bool verbose = false;
   // Launch (cluster) flags; absent: one node with as many ranks as the mesh needs.
   std::optional<int> nnodes;
@@ -66,5 +68,14 @@ struct CheckpointArgs {
 };
 int checkpoint_inspect(const CheckpointArgs& args);
 int checkpoint_verify(const CheckpointArgs& args);
+
+// plait export PATH --hf DIR [--dtype bfloat16] [--shard-mb N]: a checkpoint's weights as a
+// Hugging Face folder (config.json for GPT2LMHeadModel / LlamaForCausalLM, safetensors).
+struct ExportArgs {
+  std::string path, hf;
+  std::string dtype = "float32";
+  double shard_mb = 5000.0;
+};
+int export_hf(const ExportArgs& args);
 
 }  // namespace plait::cli

@@ -37,6 +37,10 @@ void add_run_options(CLI::App* cmd, RunArgs& args, RawRunFlags& raw) {
   cmd->add_option("--set", args.sets, "Override a value: table.key=value (repeatable)")->allow_extra_args(false);
   cmd->add_option("--steps", raw.steps, "Optimizer steps (overrides train.steps)");
   cmd->add_option("--out", args.out, "Run folder (default runs/<config>-<time>); must not exist or be empty");
+  cmd->add_option("--resume", args.resume,
+                  "Resume from a checkpoint: a step-<N> folder, a folder of checkpoints or a run folder (its latest)");
+  cmd->add_flag("--allow-batch-change", args.allow_batch_change,
+                "Resume even though the global batch (dp x micro_batch_size x grad_accum) differs from the checkpoint's");
   cmd->add_option("--nnodes", raw.nnodes, "Machines in the job (default 1)");
   cmd->add_option("--node-rank", raw.node_rank, "This machine's index, 0 .. nnodes-1");
   cmd->add_option("--nproc-per-node", raw.nproc_per_node, "Ranks on each machine (default: the mesh's)");
@@ -64,6 +68,9 @@ struct Commands {
   ScheduleArgs schedule;
   CheckpointArgs inspect_ckpt, verify_ckpt;
   CLI::App *inspect_ckpt_cmd = nullptr, *verify_ckpt_cmd = nullptr;
+  ExportArgs export_args;
+  std::optional<std::string> export_shard_mb;
+  CLI::App* export_cmd = nullptr;
   CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
            *show_cmd = nullptr, *validate_cmd = nullptr, *schedule_cmd = nullptr;
 };
@@ -111,6 +118,13 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.verify_ckpt_cmd = checkpoint_cmd->add_subcommand("verify", "Check every file's size and checksum");
   c.verify_ckpt_cmd->add_option("path", c.verify_ckpt.path, "Checkpoint, folder of checkpoints, or run folder")
       ->required();
+  c.export_cmd = app.add_subcommand("export", "Write a checkpoint's weights as a Hugging Face model folder");
+  c.export_cmd->add_option("path", c.export_args.path, "Checkpoint, folder of checkpoints, or run folder")->required();
+  c.export_cmd->add_option("--hf", c.export_args.hf, "The folder to write (must not exist or be empty)")->required();
+  c.export_cmd->add_option("--dtype", c.export_args.dtype, "float32 (default), bfloat16 or float16")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
+  c.export_cmd->add_option("--shard-mb", c.export_shard_mb,
+                           "Largest model-*.safetensors shard, in MB (default 5000); past it, model.safetensors.index.json lists the shards");
 }
 
 void define(CLI::App& app, Commands& c) {
@@ -148,6 +162,10 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.schedule_cmd) return schedule_show(c.schedule);
   if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
   if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
+  if (*c.export_cmd) {
+    if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) c.export_args.shard_mb = *mb;
+    return export_hf(c.export_args);
+  }
   std::cout << app.help();
   return 1;
 }

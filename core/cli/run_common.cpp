@@ -19,6 +19,9 @@ namespace fs = std::filesystem;
 std::vector<std::string> RunArgs::overrides() const {
   std::vector<std::string> out = sets;
   if (steps) out.push_back(concat("train.steps=", *steps));
+  // Absolute: ranks may start elsewhere than this shell.
+  if (resume) out.push_back(concat("checkpoint.resume_from=", fs::absolute(*resume).lexically_normal().string()));
+  if (allow_batch_change) out.push_back("checkpoint.allow_batch_change=true");
   return out;
 }
 

@@ -65,7 +65,7 @@ void close_store_last(JobStore& store, const LaunchPlan& launch, std::chrono::mi
 
 int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args) {
   warn_on_lock_drift(prep);
-  create_run_folder(launch.folder);
+  launch.reuse_folder ? reuse_run_folder(launch.folder, launch.resume_step) : create_run_folder(launch.folder);
   configure_logging((fs::path(launch.folder) / "launcher.log").string(), args.verbose);
   write_lock(prep, launch.folder);
   RunStatus status(launch.folder, prep.config->table("train").get<int64_t>("steps"));

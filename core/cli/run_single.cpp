@@ -16,7 +16,7 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
   warn_on_lock_drift(prep);
   // Every check has passed: only now does anything get written.
   const std::string& folder = launch.folder;
-  create_run_folder(folder);
+  launch.reuse_folder ? reuse_run_folder(folder, launch.resume_step) : create_run_folder(folder);
   configure_logging((fs::path(folder) / "run.log").string(), args.verbose);  // one process: one log
   write_lock(prep, folder);
   RunStatus status(folder, prep.config->table("train").get<int64_t>("steps"));

@@ -38,10 +38,11 @@ int64_t BatchSampler::token(int64_t position) const {
 
 Batch BatchSampler::next() {
   const int64_t B = spec_.rows, T = spec_.seq_len, k = position_++;
+  const int64_t first = (k * spec_.dp_size + spec_.dp_rank) * B;  // the run's id of row 0
   at::Tensor rows = at::empty({B, T + 1}, at::TensorOptions().dtype(at::kLong));
   int64_t* out = rows.data_ptr<int64_t>();
   if (synthetic_ != nullptr) {
-    for (int64_t b = 0; b < B; ++b) synthetic_->sequence(k, spec_.dp_rank * B + b, T + 1, out + b * (T + 1));
+    for (int64_t b = 0; b < B; ++b) synthetic_->sequence(first + b, T + 1, out + b * (T + 1));
   } else if (spec_.order == "sequential") {
     // Row b holds tokens [start + b*T, start + b*T + T], so neighbouring rows share one token,
     // as llm.c's buf[0..B*T] viewed as inputs buf[:-1] and targets buf[1:].
@@ -53,17 +54,18 @@ Batch BatchSampler::next() {
   } else {
     const int64_t span = file_->size() - T;  // window starts 0 .. n-T-1
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t j = spec_.dp_rank * B + b;
-      auto rng = seeded_rng({spec_.seed, static_cast<uint64_t>(k), static_cast<uint64_t>(j), 0xda7aull});
+      auto rng = seeded_rng({spec_.seed, static_cast<uint64_t>(first + b), 0xda7aull});
       const int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(span));
       for (int64_t t = 0; t <= T; ++t) out[b * (T + 1) + t] = token(start + t);
     }
   }
-  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k, (k * spec_.dp_size + spec_.dp_rank) * B};
+  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k, first};
 }
 
+int64_t BatchSampler::samples() const { return position_ * spec_.dp_size * spec_.rows; }
+
 std::string BatchSampler::state() const {
-  return nlohmann::json{{"order", synthetic_ ? "synthetic" : spec_.order}, {"seed", spec_.seed}, {"position", position_}}
+  return nlohmann::json{{"order", synthetic_ ? "synthetic" : spec_.order}, {"seed", spec_.seed}, {"samples", samples()}}
       .dump();
 }
 
@@ -76,10 +78,13 @@ void BatchSampler::restore(const std::string& state) {
   }
   const std::string order = synthetic_ ? "synthetic" : spec_.order;
   PLAIT_CHECK(j.value("order", "") == order && j.value("seed", uint64_t{0}) == spec_.seed,
-              concat("sampler state is for order '", j.value("order", ""), "' seed ", j.value("seed", uint64_t{0}),
-                     ", this sampler is order '", order, "' seed ", spec_.seed),
-              "resume with the data settings of the run that saved the state");
-  position_ = j.at("position").get<int64_t>();
+              concat("the checkpoint's data is order '", j.value("order", ""), "' seed ", j.value("seed", uint64_t{0}),
+                     ", this run's is order '", order, "' seed ", spec_.seed),
+              "resume with the [data] source and order and the [train] seed of the run that saved it");
+  const int64_t samples = j.at("samples").get<int64_t>(), per_batch = spec_.dp_size * spec_.rows;
+  // A global batch of another size (allowed by the user) starts at the batch that holds
+  // the next sample: the rest of that batch is read again.
+  position_ = samples / per_batch;
 }
 
 }  // namespace plait

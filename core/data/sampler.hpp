@@ -6,9 +6,11 @@
 //   sequential (llm.c's loader): global batch k reads dp*B*T+1 consecutive tokens from
 //     position k*dp*B*T, inputs the first dp*B*T, targets the last dp*B*T, wrapping at
 //     the end of the file; rank r's share starts at (k*dp + r)*B*T.
-//   random: row j of global batch k is the window of T+1 tokens at an offset drawn from
-//     (seed, k, j).
-//   synthetic: row j of global batch k is generated from (seed, k, j).
+//   random: sample s (row j of global batch k is s = k*dp*B + j) is the window of T+1
+//     tokens at an offset drawn from (seed, s).
+//   synthetic: sample s is generated from (seed, s).
+// Every order makes sample s a function of s alone, so a run whose global batch is split
+// another way (dp x B x grad_accum kept) trains on the same samples in each step.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,7 +50,11 @@ class BatchSampler {
   int64_t position() const { return position_; }
   const TokenFile* file() const { return file_.get(); }  // null for synthetic data
 
-  // {"order":..,"seed":..,"position":k}; restore() refuses a state of another order or seed.
+  // Global samples drawn so far (position x dp x B): the same for any split of the batch.
+  int64_t samples() const;
+  int64_t samples_per_batch() const { return spec_.dp_size * spec_.rows; }
+  // {"order":..,"seed":..,"samples":n}; restore() refuses a state of another order or
+  // seed, and goes on from global sample n whatever dp and B are now.
   std::string state() const;
   void restore(const std::string& state);
 

@@ -103,10 +103,10 @@ SyntheticLanguage::SyntheticLanguage(int64_t vocab_size, uint64_t seed)
   for (auto& s : successors_) s = static_cast<int64_t>(rng() % static_cast<uint64_t>(vocab_size));
 }
 
-void SyntheticLanguage::sequence(int64_t k, int64_t j, int64_t length, int64_t* out) const {
+void SyntheticLanguage::sequence(int64_t sample, int64_t length, int64_t* out) const {
   // std::mt19937_64's output is fixed by the standard; distributions are not, so the
   // draws below are mapped by hand to stay identical across compilers.
-  std::mt19937_64 rng = seeded_rng({seed_, static_cast<uint64_t>(k), static_cast<uint64_t>(j)});
+  std::mt19937_64 rng = seeded_rng({seed_, static_cast<uint64_t>(sample)});
   int64_t token = static_cast<int64_t>(rng() % static_cast<uint64_t>(vocab_size_));
   for (int64_t i = 0; i < length; ++i) {
     out[i] = token;

@@ -59,8 +59,8 @@ class TokenFile {
 class SyntheticLanguage {
  public:
   SyntheticLanguage(int64_t vocab_size, uint64_t seed);
-  // `length` tokens of sequence j of global batch k into out.
-  void sequence(int64_t k, int64_t j, int64_t length, int64_t* out) const;
+  // `length` tokens of the run's sample `sample` into out.
+  void sequence(int64_t sample, int64_t length, int64_t* out) const;
   static double entropy_nats();
 
  private:

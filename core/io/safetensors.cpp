@@ -90,16 +90,50 @@ void save_safetensors(const std::string& path, const NamedTensorList& tensors,
   std::filesystem::rename(tmp, path);
 }
 
-WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorList& tensors) {
+namespace {
+std::string hex_of(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+}  // namespace
+
+std::string xxh3_hex(const void* data, std::size_t bytes) { return hex_of(XXH3_64bits(data, bytes)); }
+
+WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorList& tensors,
+                                     int64_t (*block_bytes_for)(int64_t file_bytes)) {
   const Encoded e = encode(tensors, {});
+  int64_t total = static_cast<int64_t>(e.head.size());
+  for (const auto& t : e.blobs) total += static_cast<int64_t>(t.nbytes());
+  const int64_t block_bytes = block_bytes_for ? block_bytes_for(total) : 0;
   const std::string tmp = path + ".partial";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   PLAIT_CHECK(fd >= 0, concat("cannot write ", tmp, ": ", std::strerror(errno)), "check that the folder is writable");
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
+  XXH3_state_t* block = XXH3_createState();
+  XXH3_64bits_reset(block);
+  int64_t in_block = 0;
   WrittenFile written;
+  written.block_bytes = block_bytes;
+  // Blocks are hashed as the bytes go by, split wherever a block ends.
+  auto hash_blocks = [&](const char* data, std::size_t n) {
+    while (block_bytes > 0 && n > 0) {
+      const auto take = static_cast<std::size_t>(std::min<int64_t>(static_cast<int64_t>(n), block_bytes - in_block));
+      XXH3_64bits_update(block, data, take);
+      in_block += static_cast<int64_t>(take);
+      data += take;
+      n -= take;
+      if (in_block == block_bytes) {
+        written.blocks += hex_of(XXH3_64bits_digest(block));
+        XXH3_64bits_reset(block);
+        in_block = 0;
+      }
+    }
+  };
   auto put = [&](const char* data, std::size_t n) {
     XXH3_64bits_update(state, data, n);
+    hash_blocks(data, n);
     written.bytes += static_cast<int64_t>(n);
     while (n > 0) {
       const ssize_t w = ::write(fd, data, n);
@@ -108,6 +142,7 @@ WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorL
         const std::string why = std::strerror(errno);
         ::close(fd);
         XXH3_freeState(state);
+        XXH3_freeState(block);
         throw Error(concat("writing ", tmp, " failed: ", why), "check free disk space");
       }
       data += w;
@@ -116,10 +151,10 @@ WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorL
   };
   put(e.head.data(), e.head.size());
   for (const auto& t : e.blobs) put(static_cast<const char*>(t.data_ptr()), t.nbytes());
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(XXH3_64bits_digest(state)));
+  if (in_block > 0) written.blocks += hex_of(XXH3_64bits_digest(block));
+  written.xxh3 = hex_of(XXH3_64bits_digest(state));
   XXH3_freeState(state);
-  written.xxh3 = hex;
+  XXH3_freeState(block);
   const bool synced = ::fsync(fd) == 0;
   ::close(fd);
   PLAIT_CHECK(synced, concat("fsync of ", tmp, " failed: ", std::strerror(errno)), "check the disk");
@@ -134,11 +169,17 @@ std::map<std::string, StoredTensor> read_safetensors_header(const std::string& p
   in.read(reinterpret_cast<char*>(len), 8);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
-  const auto file_size = std::filesystem::file_size(path);
-  PLAIT_CHECK(in.good() && n + 8 <= file_size, concat(path, ": not a safetensors file (header length ", n, ")"),
+  const auto file_size = static_cast<int64_t>(std::filesystem::file_size(path));
+  PLAIT_CHECK(in.good() && n + 8 <= static_cast<uint64_t>(file_size), concat(path, ": not a safetensors file (header length ", n, ")"),
               "the file is truncated or of another format");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
+  return parse_safetensors_header(text, file_size, path);
+}
+
+std::map<std::string, StoredTensor> parse_safetensors_header(const std::string& text, int64_t file_size,
+                                                             const std::string& path) {
+  const auto n = static_cast<int64_t>(text.size());
   std::map<std::string, StoredTensor> out;
   try {
     const nlohmann::json header = nlohmann::json::parse(text);
@@ -146,15 +187,14 @@ std::map<std::string, StoredTensor> read_safetensors_header(const std::string& p
       if (it.key() == "__metadata__") continue;
       const auto offsets = it.value().at("data_offsets").get<std::vector<int64_t>>();
       out[it.key()] = {dtype_of(it.value().at("dtype").get<std::string>(), path),
-                       it.value().at("shape").get<std::vector<int64_t>>(), static_cast<int64_t>(8 + n) + offsets.at(0),
-                       static_cast<int64_t>(8 + n) + offsets.at(1)};
+                       it.value().at("shape").get<std::vector<int64_t>>(), 8 + n + offsets.at(0), 8 + n + offsets.at(1)};
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(concat(path, ": safetensors header is not valid: ", e.what()), "the file is damaged");
   }
   for (const auto& [name, t] : out) {
-    PLAIT_CHECK(t.begin <= t.end && static_cast<uint64_t>(t.end) <= file_size,
-                concat(path, ": tensor ", name, " runs past the end"), "the file is truncated");
+    PLAIT_CHECK(t.begin <= t.end && t.end <= file_size, concat(path, ": tensor ", name, " runs past the end"),
+                "the file is truncated");
   }
   return out;
 }

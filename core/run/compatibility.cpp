@@ -13,6 +13,18 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
     if (c.role == "data") data = &c;
   }
   const PluginRecord& dp = *registry.find(data->name);
+  const Options& checkpoint = config.table("checkpoint");
+  // What asks for checkpoints, and where (a `final` left at its default only warns: checkpoint_saver.cpp).
+  std::string saves, saves_place;
+  if (checkpoint.has("resume_from")) {
+    saves = "resuming (checkpoint.resume_from)", saves_place = checkpoint.where("resume_from");
+  } else if (checkpoint.get<std::string>("resume") == "auto") {
+    saves = "checkpoint.resume = \"auto\"", saves_place = checkpoint.where("resume");
+  } else if (checkpoint.get<int64_t>("every") > 0) {
+    saves = concat("checkpoint.every = ", checkpoint.get<int64_t>("every")), saves_place = checkpoint.where("every");
+  } else if (checkpoint.get<bool>("final") && !checkpoint.is_default("final")) {
+    saves = "checkpoint.final = true", saves_place = checkpoint.where("final");
+  }
 
   struct Need {
     bool when;
@@ -33,6 +45,7 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
        concat("tensor plugin '", parallel.get<std::string>("tensor"), "'"), parallel.where("tensor")},
       {parallel.get<std::string>("offload") != "none", capability::offload,
        concat("offload plugin '", parallel.get<std::string>("offload"), "'"), parallel.where("offload")},
+      {!saves.empty(), capability::checkpoint, saves, saves_place},
   };
   for (const auto& need : needs) {
     if (need.when && !dp.has_capability(need.capability)) {

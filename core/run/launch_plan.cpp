@@ -4,9 +4,12 @@
 
 #include "distributed/core_binding.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/resume_check.hpp"
 #include "run/run_folder.hpp"
+#include "checkpoint/checkpoint_files.hpp"
 
 namespace plait {
+namespace fs = std::filesystem;
 
 int known_world(const LaunchRequest& request) {
   return request.nproc_per_node ? request.nnodes.value_or(1) * *request.nproc_per_node : 0;
@@ -51,7 +54,14 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
                      " ranks on this node, but it has ", gpus, " GPU(s) visible: each rank takes its own"),
               "start at most one rank per GPU (--nproc-per-node), or make CUDA_VISIBLE_DEVICES show more");
   plan.folder = run_folder_of(request);
-  check_run_folder(plan.folder);
+  std::error_code ec;
+  plan.reuse_folder = prep.config->table("checkpoint").get<std::string>("resume") == "auto" &&
+                      fs::is_directory(plan.folder, ec) && !fs::is_empty(plan.folder, ec);
+  if (!plan.reuse_folder) check_run_folder(plan.folder);
+  if (const auto from = check_resume(prep, plan.folder)) {
+    plan.resume = from->string();
+    plan.resume_step = checkpoint::read_index(*from).step;
+  }
   return plan;
 }
 

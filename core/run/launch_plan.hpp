@@ -24,6 +24,10 @@ struct LaunchPlan {
   int nnodes = 1, node_rank = 0;
   int nproc = 1;               // ranks on this node
   std::string folder;          // the run folder to make
+  // [checkpoint] resume = "auto" on a run folder that exists: the restarted job's; kept.
+  bool reuse_folder = false;
+  std::optional<std::string> resume;  // the checked checkpoint this run resumes from
+  int64_t resume_step = 0;
 };
 
 // The number of processes the flags imply (--nnodes x --nproc-per-node), or 0.

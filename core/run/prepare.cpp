@@ -9,6 +9,7 @@
 #include "run/compatibility.hpp"
 #include "run/config_checks.hpp"
 #include "run/plugin_checks.hpp"
+#include "run/resume_check.hpp"
 #include "run/tensor_shapes_check.hpp"
 #include "runtime/torch_info.hpp"
 
@@ -59,6 +60,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_mesh_roles(config, run.mesh);
   check_settings_take_effect(config, run.mesh);
   run.pipeline = check_pipeline(run);
+  check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);
   check_data(config.table("data"), run.model, config.table("model"), run.mesh.dp, scan_data);

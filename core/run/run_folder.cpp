@@ -51,6 +51,18 @@ void create_run_folder(const std::string& path) {
   PLAIT_CHECK(!ec, concat("cannot create the run folder ", path, ": ", ec.message()), "check the path and permissions");
 }
 
+void reuse_run_folder(const std::string& path, int64_t resume_step) {
+  const fs::path metrics = fs::path(path) / "metrics.jsonl";
+  if (!fs::exists(metrics)) return;
+  std::ifstream in(metrics);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const auto at = line.find("\"step\":");
+    if (at != std::string::npos && std::stoll(line.substr(at + 7)) <= resume_step) kept += line + "\n";
+  }
+  write_file_atomically(metrics.string(), kept);
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   // The writer's pid in the temporary name: two processes may write one file (status.json).
   const std::string tmp = concat(path, ".partial.", ::getpid());

@@ -19,6 +19,11 @@ class NonFiniteGuard {
   // After every step. Collective when the step was withheld (every rank is then in this
   // branch: the loss and the norm are global). Throws plait::Error to stop the run.
   void after_step(int64_t step, const StepOutcome& out);
+  // A resumed run goes on counting from the checkpoint's figures.
+  void resume(int64_t updates, int64_t skipped) {
+    updates_ = updates;
+    skipped_ = skipped;
+  }
   int64_t updates() const { return updates_; }        // optimizer updates applied
   int64_t skipped() const { return skipped_; }        // steps withheld so far
 

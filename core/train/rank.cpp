@@ -7,6 +7,7 @@
 #include "model/model_zoo.hpp"
 #include "run/prepare.hpp"
 #include "train/activation_checkpoint.hpp"
+#include "train/initial_weights.hpp"
 
 namespace plait {
 namespace {
@@ -50,7 +51,14 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   const StageModel whole =
       build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
   for (const auto& p : whole.parameters()) rank.splits[p.name] = p.split;
+  if (auto from = plan.config->table("model").find<std::string>("init_from")) {
+    load_initial_weights(*from, plan.model, whole, plan.world->mesh());
+  }
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
+  const Mesh& m = plan.world->mesh();
+  for (const auto& p : rank.stages.model.parameters()) {
+    rank.layouts[p.name] = {p.tensor.sizes().vec(), p.split, m.shape().tp, m.coords().tp};
+  }
   rank.tied = std::make_unique<TiedParameters>(whole, pipeline.partition, pp, pp_rank, plan.world->group_maker(Axis::pp));
   rank.tied->unlink_borrowed(rank.stages.model);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "checkpoint/state_layout.hpp"
 #include "metrics/metrics_writer.hpp"
 #include "model/precision.hpp"
 #include "pipeline/pipeline_executor.hpp"
@@ -29,6 +30,7 @@ struct Rank {
   std::shared_ptr<LayerFactory> factory;
   RankStages stages;
   std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices
+  std::map<std::string, checkpoint::LocalLayout> layouts;  // this rank's parameters, for its checkpoint parts
   std::unique_ptr<TiedParameters> tied;
   PluginInstance<Offload> offload;
   PluginInstance<DataParallel> dp;

@@ -31,6 +31,10 @@ class StepRunner {
   StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps);
   // `updates`: optimizer updates applied before this step (AdamW counts those).
   StepOutcome run(int64_t step, int64_t updates);
+  // The data position, for checkpoints: the sampler's state, and it restored.
+  std::string data_state() const { return sampler_->state(); }
+  void restore_data(const std::string& state) { sampler_->restore(state); }
+  int64_t samples_per_step() const { return sampler_->samples_per_batch() * accum_; }
 
  private:
   std::vector<Batch> next_batches();

@@ -7,14 +7,17 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "checkpoint/checkpoint_location.hpp"
 #include "data/make_sampler.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
+#include "train/checkpoint_saver.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/nonfinite_guard.hpp"
 #include "train/rank.hpp"
+#include "train/resume.hpp"
 #include "train/step_report.hpp"
 #include "train/train_step.hpp"
 
@@ -61,6 +64,16 @@ void log_start(const RunPlan& plan, const Rank& rank) {
   }
 }
 
+// A resumed run: the plugins' state, the data position and the step counts of the checkpoint.
+TrainingProgress resume(const RunPlan& plan, Rank& rank, StepRunner& runner, NonFiniteGuard& guard) {
+  const auto from = checkpoint::resume_source(plan.config->table("checkpoint"), plan.out_dir);
+  if (!from) return {};
+  const Resumed resumed = load_checkpoint(plan, rank, *from);
+  runner.restore_data(resumed.data);
+  guard.resume(resumed.progress.updates, resumed.progress.skipped);
+  return resumed.progress;
+}
+
 RunSummary train(const RunPlan& plan) {
   configure_process(plan);
   const std::unique_ptr<Rank> rank = build_rank(plan);
@@ -70,17 +83,26 @@ RunSummary train(const RunPlan& plan) {
   DebugDumps dumps(plan, *rank);
   StepRunner runner(plan, *rank, dumps);
   NonFiniteGuard guard(plan);
+  TrainingProgress progress = resume(plan, *rank, runner, guard);
+  CheckpointSaver saver(plan, *rank);
   StepReporter report(plan, *rank);
   RunSummary summary;
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = plan.config->table("train").get<int64_t>("steps");
-  for (int64_t step = 1; step <= steps; ++step) {
+  for (int64_t step = progress.step + 1; step <= steps; ++step) {
     reset_rank_memory_peak(rank->device);
     const StepOutcome out = runner.run(step, guard.updates());
     report.after_step(step, out, guard.skipped() + (out.result.applied ? 0 : 1));
     guard.after_step(step, out);
     summary.losses.push_back(out.loss);
+    progress = {.step = step,
+                .updates = guard.updates(),
+                .skipped = guard.skipped(),
+                .samples = progress.samples + runner.samples_per_step(),
+                .tokens = progress.tokens + out.tokens};
+    if (saver.due(step)) saver.save(progress, runner.data_state());
   }
+  saver.finish();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (checkpoint.get<bool>("save_final")) save_weights(plan, *rank, "final.safetensors");
   return summary;

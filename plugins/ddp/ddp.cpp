@@ -64,6 +64,11 @@ class Ddp final : public plait::DataParallel {
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
   plait::NamedTensors full_parameters() override { return optimizer_.named_params(); }
+  // Every rank holds the same state: each writes 1/dp of it.
+  std::vector<plait::StatePart> state_parts() override {
+    return comm_ ? optimizer_.state_parts(comm_->size(), comm_->rank()) : optimizer_.state_parts();
+  }
+  void load_state(plait::StateSource& source) override { optimizer_.load_state(source); }
 
   plait::StateBytes state_bytes() const override {
     plait::StateBytes bytes;
@@ -167,5 +172,5 @@ class Ddp final : public plait::DataParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,pipeline,tensor", plait_schema_toml,
+PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,pipeline,tensor,checkpoint", plait_schema_toml,
              "replicated data parallel: bucketed gradient all-reduce overlapped with backward")

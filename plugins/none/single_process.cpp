@@ -25,6 +25,8 @@ class SingleProcess final : public plait::DataParallel {
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
   plait::NamedTensors full_parameters() override { return optimizer_.named_params(); }
+  std::vector<plait::StatePart> state_parts() override { return optimizer_.state_parts(); }
+  void load_state(plait::StateSource& source) override { optimizer_.load_state(source); }
 
   // What this rank holds at the peak of a step: every gradient is whole during backward.
   plait::StateBytes state_bytes() const override {
@@ -45,5 +47,5 @@ class SingleProcess final : public plait::DataParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(SingleProcess, "none", "1.0.0", "grad_accum,bf16,float64,pipeline,tensor", plait_schema_toml,
+PLAIT_PLUGIN(SingleProcess, "none", "1.0.0", "grad_accum,bf16,float64,pipeline,tensor,checkpoint", plait_schema_toml,
              "single process: whole model, gradients and AdamW state on one rank (the reference)")

@@ -11,6 +11,7 @@
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/shard_writer.hpp"
+#include "checkpoint/state_layout.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 
@@ -80,10 +81,14 @@ TEST_CASE("a checkpoint's regions read back from flat and sliced parts, whicheve
   CHECK(at::equal(reader.read("zero.w", Region::whole(z)), s.zero));
   CHECK(at::equal(reader.read("megatron.w", Region::whole(reader.index().tensors.at("megatron.w"))), s.megatron));
 
-  // A flat range across both ranks' ranges reads exactly its bytes.
-  const int64_t before = reader.bytes_read();
-  CHECK(at::equal(reader.read("zero.w", Region::range(7, 6)), s.zero.reshape({-1}).narrow(0, 7, 6)));
-  CHECK(reader.bytes_read() - before == 6 * 4);
+  // A flat range across both ranks' ranges: each file is one checksum block, read whole
+  // once to be checked; read again, its bytes come from the block last checked.
+  CheckpointReader fresh(s.folder);
+  CHECK(at::equal(fresh.read("zero.w", Region::range(7, 6)), s.zero.reshape({-1}).narrow(0, 7, 6)));
+  const auto file_bytes = [&](const char* f) { return static_cast<int64_t>(fs::file_size(s.folder / f)); };
+  CHECK(fresh.bytes_read() == file_bytes("rank-0.safetensors") + file_bytes("rank-1.safetensors"));
+  CHECK(at::equal(fresh.read("zero.w", Region::range(7, 6)), s.zero.reshape({-1}).narrow(0, 7, 6)));
+  CHECK(fresh.bytes_read() == file_bytes("rank-0.safetensors") + file_bytes("rank-1.safetensors"));
   // A slice out of flat parts (zero -> megatron), and a flat range out of slices (megatron -> zero).
   CHECK(at::equal(reader.read("zero.w", Region::slice({1, 2}, {4, 2})), s.zero.narrow(0, 1, 4).narrow(1, 2, 2)));
   CHECK(at::equal(reader.read("megatron.w", Region::range(5, 9)), s.megatron.reshape({-1}).narrow(0, 5, 9)));
@@ -115,6 +120,12 @@ TEST_CASE("a save that did not finish is never taken for a checkpoint, and lates
   CHECK(resolve_checkpoint(s.root) == s.root / "step-2");
   CHECK_THROWS_WITH(resolve_checkpoint(torn), Contains("is a checkpoint whose save did not finish (no index.json)"));
   CHECK_THROWS_WITH(CheckpointReader(torn), Contains("is not a complete checkpoint: it has no index.json"));
+  // A crash after step 5's folder took its name but before `latest` did: step 5 is whole
+  // (the name comes last), and it is the one taken.
+  save_two_ranks(dir, 5);
+  std::ofstream(s.root / "latest") << "step-2\n";
+  CHECK(resolve_checkpoint(s.root) == s.root / "step-5");
+  CHECK(resolve_checkpoint(dir.path()) == s.root / "step-5");
 }
 
 TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover it", "[checkpoint]") {
@@ -138,7 +149,7 @@ TEST_CASE("keep_last prunes the oldest complete checkpoints and never the latest
   CHECK_FALSE(fs::exists(dir / "checkpoints/step-1"));
   CHECK(fs::exists(dir / "checkpoints/step-2"));
   CHECK(resolve_checkpoint(dir / "checkpoints") == dir / "checkpoints/step-3");
-  // A run folder resolves through checkpoints/latest.
+  // A run folder resolves to its checkpoints/' newest.
   CHECK(resolve_checkpoint(dir.path()) == dir / "checkpoints/step-3");
 }
 
@@ -163,4 +174,37 @@ TEST_CASE("plait checkpoint inspect and verify: what was saved, and a flipped by
   CHECK(bad.exit_code == 1);
   CHECK_THAT(bad.output, Contains(concat("error: checkpoint file ", (s.folder / "rank-0.safetensors").string(),
                                          " fails its checksum")));
+}
+
+TEST_CASE("a run of a tensor-parallel slice maps to the global tensor's elements, whatever the split", "[checkpoint]") {
+  const at::Tensor global = at::arange(6 * 4, at::kFloat).view({6, 4});
+  struct Split {
+    int64_t dim, parts;
+  };
+  for (const Split split : {Split{0, 1}, Split{1, 1}, Split{0, 3}, Split{1, 2}}) {
+    for (int64_t tp_rank = 0; tp_rank < 2; ++tp_rank) {
+      // The local tensor as the tensor plugin makes it: each stacked part sliced alike.
+      std::vector<at::Tensor> slices;
+      for (const at::Tensor& part : global.chunk(split.parts, split.dim)) slices.push_back(part.chunk(2, split.dim)[tp_rank]);
+      const at::Tensor local = at::cat(slices, split.dim).contiguous();
+      const LocalLayout layout{local.sizes().vec(), {split.dim, split.parts}, 2, tp_rank};
+      CHECK(layout.global_shape() == std::vector<int64_t>{6, 4});
+      for (int64_t start = 0; start < 12; start += 5) {
+        for (int64_t length : {1, 3, 7}) {
+          if (start + length > 12) continue;
+          INFO("dim " << split.dim << " parts " << split.parts << " tp rank " << tp_rank << " run " << start << "+" << length);
+          const at::Tensor run = local.reshape({-1}).narrow(0, start, length);
+          int64_t covered = 0;
+          for (const Piece& piece : pieces_of(layout, start, length)) {
+            const Region& r = piece.global;
+            const at::Tensor expected = r.flat ? global.reshape({-1}).narrow(0, r.start, r.length)
+                                               : global.narrow(0, r.offsets[0], r.lengths[0]).narrow(1, r.offsets[1], r.lengths[1]);
+            CHECK(at::equal(piece.of(run).reshape(expected.sizes()), expected));
+            covered += piece.numel();
+          }
+          CHECK(covered == length);
+        }
+      }
+    }
+  }
 }

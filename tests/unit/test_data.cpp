@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <map>
 #include <set>
@@ -135,27 +137,43 @@ TEST_CASE("random and synthetic batches are reproducible and differ by seed", "[
 TEST_CASE("the synthetic language is learnable: each token has four successors", "[data]") {
   SyntheticLanguage lang(256, 1);
   std::vector<int64_t> seq(5000);
-  lang.sequence(0, 0, 5000, seq.data());
+  lang.sequence(0, 5000, seq.data());
   std::map<int64_t, std::set<int64_t>> next;
   for (std::size_t i = 0; i + 1 < seq.size(); ++i) next[seq[i]].insert(seq[i + 1]);
   for (const auto& [token, successors] : next) CHECK(successors.size() <= 4);
   CHECK(SyntheticLanguage::entropy_nats() == Approx(1.2080).epsilon(1e-3));
 }
 
-TEST_CASE("sampler state saves and restores the position", "[data]") {
+TEST_CASE("sampler state is a count of global samples: it restores under another split of the batch", "[data]") {
   TempDir dir;
   auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(5000, 997)).string());
-  BatchSampler a(spec("random", 2, 8), file, nullptr);
-  a.next();
-  a.next();
-  const std::string state = a.state();
-  Batch expected = a.next();
-  BatchSampler b(spec("random", 2, 8), file, nullptr);
-  b.restore(state);
-  CHECK(b.position() == 2);
-  CHECK(at::equal(b.next().inputs, expected.inputs));
+  auto language = std::make_shared<SyntheticLanguage>(1000, 42);
+  for (const std::string order : {"sequential", "random", "synthetic"}) {
+    INFO(order);
+    const bool synthetic = order == "synthetic";
+    auto make = [&](int64_t B, int64_t dp, int64_t rank) {
+      return BatchSampler(spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
+                          synthetic ? language : nullptr);
+    };
+    // Saved by dp 2 x B 2 after 3 global batches of 4 rows: 12 samples.
+    BatchSampler saved = make(2, 2, 1);
+    for (int i = 0; i < 3; ++i) saved.next();
+    const std::string state = saved.state();
+    CHECK(nlohmann::json::parse(state).at("samples").get<int64_t>() == 12);
+    // Read on by one process with B 4: its batch 3 holds samples 12..15, as the uninterrupted
+    // dp 2 x B 2 run's batches 3 (rows 12, 13 and 14, 15) and 4 do.
+    BatchSampler resumed = make(4, 1, 0);
+    resumed.restore(state);
+    CHECK(resumed.position() == 3);
+    const Batch next = resumed.next();
+    CHECK(next.first_sample == 12);
+    BatchSampler r0 = make(2, 2, 0), r1 = make(2, 2, 1);
+    for (int i = 0; i < 3; ++i) r0.next(), r1.next();
+    CHECK(at::equal(next.inputs, at::cat({r0.next().inputs, r1.next().inputs})));
+  }
   BatchSampler c(spec("sequential", 2, 8), file, nullptr);
-  CHECK_THROWS_WITH(c.restore(state), Contains("sampler state is for order 'random'"));
+  CHECK_THROWS_WITH(c.restore(R"({"order":"random","seed":42,"samples":4})"),
+                    "the checkpoint's data is order 'random' seed 42, this run's is order 'sequential' seed 42");
 }
 
 TEST_CASE("data that does not fit the model or the batch is refused", "[data]") {

@@ -29,7 +29,7 @@ std::vector<Segment> segments_of(const std::vector<int64_t>& offsets, const std:
   const int64_t begin = static_cast<int64_t>(index) * shard, end = begin + shard;
   for (std::size_t k = 0; k < offsets.size(); ++k) {
     const int64_t a = std::max(begin, offsets[k]), b = std::min(end, offsets[k] + numels[k]);
-    if (a < b) out.push_back({a - begin, b - a, decay[k], splits[k]});
+    if (a < b) out.push_back({a - begin, b - a, decay[k], splits[k], k, a - offsets[k]});
   }
   return out;
 }

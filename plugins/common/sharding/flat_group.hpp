@@ -21,6 +21,8 @@ struct Segment {
   int64_t length = 0;
   bool decay = false;
   TensorSplit split;  // the parameter's tensor-parallel split (the global norm, partial gradients)
+  std::size_t member = 0;  // which of the group's parameters
+  int64_t first = 0;       // the run's first element within that parameter (checkpoints)
 };
 
 struct FlatGroup {

@@ -54,15 +54,6 @@ OpTag ShardedEngine::tag(const char* phase, const std::string& unit) const {
   return {plan_.plugin, phase, unit, microbatch_.index};
 }
 
-template <class F>
-void ShardedEngine::on_host_if(bool host, F&& work) {
-  if (host) {
-    offload_->run_on_host(work);
-  } else {
-    work();
-  }
-}
-
 void ShardedEngine::check(const RunCheck& run) const {
   const ShardingPlan plan = make_plan(*run.own);
   const int64_t dp = run.parallel->get<int64_t>("dp");

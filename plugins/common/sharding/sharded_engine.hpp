@@ -35,6 +35,8 @@ class ShardedEngine : public DataParallel {
   NamedTensors full_gradients() override;
   NamedTensors full_parameters() override;
   StateBytes state_bytes() const override;
+  std::vector<StatePart> state_parts() override;  // sharded_state.cpp
+  void load_state(StateSource& source) override;
 
   // Called by the unit wrappers (stage 3).
   void before_forward(int unit);
@@ -76,13 +78,20 @@ class ShardedEngine : public DataParallel {
   void download_grad_shard(std::size_t group, const at::Tensor& reduced);
   void finish_grad_downloads();
   void update_group(FlatGroup& g, const UpdateArgs& args);
+  void publish_loaded_master(FlatGroup& g);
   void clear_gradients(FlatGroup& g);
   at::Tensor gather_shards(const at::Tensor& shard, const FlatGroup& g, const char* phase);
   // Every parameter's whole value of one kind of shard (gradient, master), by name.
   NamedTensors gather_named(at::Tensor FlatGroup::*shard, const char* phase);
   OpTag tag(const char* phase, const std::string& unit) const;
   template <class F>
-  void on_host_if(bool host, F&& work);
+  void on_host_if(bool host, F&& work) {
+    if (host) {
+      offload_->run_on_host(work);
+    } else {
+      work();
+    }
+  }
 
   ShardingPlan plan_;
   PluginContext* context_ = nullptr;

@@ -32,6 +32,27 @@ class EmaStrategy final : public plait::DataParallel {
     return out;
   }
 
+  // Checkpoints: AdamW's state, and the average as a kind of state of its own.
+  std::vector<plait::StatePart> state_parts() override {
+    std::vector<plait::StatePart> parts = optimizer_.state_parts();
+    for (std::size_t i = 0; i < ema_.size(); ++i) parts.push_back({optimizer_.params()[i].name, "ema", 0, ema_[i]});
+    return parts;
+  }
+  void load_state(plait::StateSource& source) override {
+    optimizer_.load_state(source);
+    at::NoGradGuard no_grad;
+    std::size_t restarted = 0;
+    for (std::size_t i = 0; i < ema_.size(); ++i) {
+      const std::string& name = optimizer_.params()[i].name;
+      if (source.has(name, "ema")) {
+        source.read_into(ema_[i], name, "ema", 0);
+      } else {  // saved by another plugin: the average starts again from the loaded weights
+        ema_[i].copy_(optimizer_.params()[i].tensor);
+        ++restarted;
+      }
+    }
+    if (restarted > 0) context_->log->warn("example-ema: the checkpoint has no average; it restarts from the weights");
+  }
   plait::StateBytes state_bytes() const override {
     plait::StateBytes bytes;
     bytes.params = bytes.grads = optimizer_.param_bytes();
@@ -68,5 +89,5 @@ class EmaStrategy final : public plait::DataParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(EmaStrategy, "example-ema", "0.1.0", "grad_accum,bf16,float64", plait_schema_toml,
+PLAIT_PLUGIN(EmaStrategy, "example-ema", "0.1.0", "grad_accum,bf16,float64,checkpoint", plait_schema_toml,
              "example: single-process AdamW plus an exponential moving average of the weights")

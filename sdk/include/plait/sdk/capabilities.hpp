@@ -15,5 +15,7 @@ inline constexpr const char* pipeline = "pipeline";        // combines with a pi
 // (grad_norm.hpp), partial gradients summed over tp once per step (partial_grads.hpp)
 inline constexpr const char* tensor = "tensor";
 inline constexpr const char* offload = "offload";          // accepts an offload plugin
+// saves and loads its state (DataParallel::state_parts / load_state, state.hpp)
+inline constexpr const char* checkpoint = "checkpoint";
 
 }  // namespace plait::capability

@@ -25,11 +25,13 @@
 
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
+#include "plait/sdk/error.hpp"
 #include "plait/sdk/grad_norm.hpp"
 #include "plait/sdk/host_read.hpp"
 #include "plait/sdk/model.hpp"
 #include "plait/sdk/optim.hpp"
 #include "plait/sdk/plugin.hpp"
+#include "plait/sdk/state.hpp"
 
 namespace plait {
 
@@ -122,6 +124,16 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   // The whole value of every parameter, by reference name (checkpoints, the harness).
   virtual NamedTensors full_parameters() = 0;
   virtual StateBytes state_bytes() const = 0;
+
+  // Checkpoints (state.hpp), between steps: this rank's parts of its state, and the state
+  // loaded back (after setup, before the first step; every rank calls it, so a plugin may
+  // communicate). Only plugins with the `checkpoint` capability are asked.
+  virtual std::vector<StatePart> state_parts() {
+    throw Error("this data plugin cannot save checkpoints", "it lacks the 'checkpoint' capability");
+  }
+  virtual void load_state(StateSource& source) {
+    throw Error("this data plugin cannot load checkpoints", "it lacks the 'checkpoint' capability");
+  }
 
  protected:
   // The global norm of the step's gradients: collective, the same on every rank.

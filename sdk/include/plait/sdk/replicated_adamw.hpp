@@ -17,6 +17,7 @@
 #include "plait/sdk/model.hpp"
 #include "plait/sdk/optim.hpp"
 #include "plait/sdk/partial_grads.hpp"
+#include "plait/sdk/state.hpp"
 
 namespace plait {
 
@@ -88,6 +89,28 @@ class ReplicatedAdamW {
     std::vector<std::pair<std::string, at::Tensor>> out;
     for (const auto& p : s_.params) out.emplace_back(p.name, p.tensor.detach());
     return out;
+  }
+
+  // Every parameter and both moments, whole: held alike by `replicas` data-parallel
+  // ranks (1: this rank alone), of which this is `replica`.
+  std::vector<StatePart> state_parts(int replicas = 1, int replica = 0) const {
+    std::vector<StatePart> out;
+    for (std::size_t i = 0; i < s_.params.size(); ++i) {
+      const std::string& name = s_.params[i].name;
+      out.push_back({name, state_kind::param, 0, s_.params[i].tensor.detach(), replicas, replica});
+      out.push_back({name, state_kind::exp_avg, 0, state_[i].exp_avg, replicas, replica});
+      out.push_back({name, state_kind::exp_avg_sq, 0, state_[i].exp_avg_sq, replicas, replica});
+    }
+    return out;
+  }
+  void load_state(StateSource& source) {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < s_.params.size(); ++i) {
+      const std::string& name = s_.params[i].name;
+      source.read_into(s_.params[i].tensor.detach(), name, state_kind::param, 0);
+      source.read_into(state_[i].exp_avg, name, state_kind::exp_avg, 0);
+      source.read_into(state_[i].exp_avg_sq, name, state_kind::exp_avg_sq, 0);
+    }
   }
 
   int64_t param_bytes() const {

@@ -18,5 +18,6 @@
 #include "plait/sdk/plugin.hpp"
 #include "plait/sdk/replicated_adamw.hpp"
 #include "plait/sdk/run_check.hpp"
+#include "plait/sdk/state.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
 #include "plait/sdk/version.hpp"

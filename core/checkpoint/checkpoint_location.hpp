@@ -1,0 +1,19 @@
+#pragma once
+// Where a run's checkpoints go, and which one it resumes from: the same answer for the
+// launcher (which checks it before any rank starts) and for every rank.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "plait/sdk/options.hpp"
+
+namespace plait::checkpoint {
+
+// [checkpoint] dir, or checkpoints/ in the run folder.
+std::filesystem::path checkpoint_root(const Options& checkpoint, const std::string& run_folder);
+
+// [checkpoint] resume_from, or with resume = "auto" the latest checkpoint under the run's
+// checkpoint folder when there is one; nothing: a fresh start.
+std::optional<std::filesystem::path> resume_source(const Options& checkpoint, const std::string& run_folder);
+
+}  // namespace plait::checkpoint

@@ -1,0 +1,129 @@
+#include "run/resume_check.hpp"
+
+#include <set>
+
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/checkpoint_location.hpp"
+#include "checkpoint/state_parts.hpp"
+#include "data/make_sampler.hpp"
+#include "io/hf_weights.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace fs = std::filesystem;
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += concat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+void check_files(const fs::path& folder, const checkpoint::CheckpointIndex& index) {
+  for (const auto& [name, entry] : index.files) {
+    const fs::path path = folder / name;
+    PLAIT_CHECK(fs::exists(path), concat("checkpoint file ", path.string(), " is missing"),
+                "the checkpoint is incomplete; resume from another one");
+    const auto size = static_cast<int64_t>(fs::file_size(path));
+    PLAIT_CHECK(size == entry.bytes, concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", entry.bytes),
+                "the file was truncated or replaced; resume from another checkpoint");
+  }
+}
+
+// Every parameter of the model, and nothing else, with its shape.
+void check_model(const fs::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model) {
+  std::set<std::string> names;
+  for (const auto& p : model.parameters()) {
+    names.insert(p.name);
+    const std::string key = checkpoint::state_tensor_name(state_kind::param, p.name);
+    const auto it = index.tensors.find(key);
+    PLAIT_CHECK(it != index.tensors.end(), concat("checkpoint ", folder.string(), " has no parameter ", p.name),
+                "it was saved from another model: resume with that model's [model] settings");
+    PLAIT_CHECK(it->second.shape == p.tensor.sizes().vec(),
+                concat("checkpoint ", folder.string(), ": parameter ", p.name, " is ", shape_text(it->second.shape),
+                       " there and ", shape_text(p.tensor.sizes().vec()), " in this model"),
+                "resume with the [model] settings of the run that saved it");
+  }
+  const std::string prefix = concat(state_kind::param, "/");
+  for (const auto& [key, entry] : index.tensors) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    PLAIT_CHECK(names.count(key.substr(prefix.size())) > 0,
+                concat("checkpoint ", folder.string(), " holds parameter ", key.substr(prefix.size()),
+                       ", which this model does not have"),
+                "resume with the [model] settings of the run that saved it");
+  }
+}
+
+void check_batch(const PreparedRun& prep, const fs::path& folder, const checkpoint::CheckpointIndex& index) {
+  const Options& c = prep.config->table("checkpoint");
+  const nlohmann::json& saved = index.state.at("global_batch");
+  const int64_t dp0 = saved.at("dp").get<int64_t>(), b0 = saved.at("micro_batch_size").get<int64_t>(),
+                a0 = saved.at("grad_accum").get<int64_t>();
+  const int64_t dp = prep.mesh.dp, b = prep.config->table("data").get<int64_t>("micro_batch_size"),
+                a = prep.config->table("train").get<int64_t>("grad_accum");
+  if (dp0 * b0 * a0 == dp * b * a || c.get<bool>("allow_batch_change")) return;
+  throw Error(concat("checkpoint ", folder.string(), " was trained with a global batch of ", dp0 * b0 * a0,
+                     " sequences (dp ", dp0, " x micro_batch_size ", b0, " x grad_accum ", a0, "); this run's is ",
+                     dp * b * a, " (dp ", dp, " x ", b, " x ", a, ")"),
+              "keep dp x micro_batch_size x grad_accum, or pass --allow-batch-change "
+              "(checkpoint.allow_batch_change = true) to resume with another global batch");
+}
+
+void check_data(const PreparedRun& prep, const fs::path& folder, const checkpoint::CheckpointIndex& index) {
+  const nlohmann::json& data = index.state.at("data");
+  const Options& d = prep.config->table("data");
+  const std::string order = d.get<std::string>("source") == "synthetic" ? "synthetic" : d.get<std::string>("order");
+  const auto seed = static_cast<uint64_t>(prep.config->table("train").get<int64_t>("seed"));
+  PLAIT_CHECK(data.at("order").get<std::string>() == order && data.at("seed").get<uint64_t>() == seed,
+              concat("checkpoint ", folder.string(), " read its data in order '", data.at("order").get<std::string>(),
+                     "' with seed ", data.at("seed").get<uint64_t>(), "; this run reads order '", order, "' with seed ", seed),
+              "resume with the [data] source and order and the [train] seed of the run that saved it");
+}
+
+void check_hf_model(const HfWeights& weights, const StageModel& model) {
+  for (const auto& p : model.parameters()) {
+    PLAIT_CHECK(weights.has(p.name), concat(weights.folder().string(), " has no tensor ", p.name),
+                "it holds another model: match [model] to its config.json");
+    PLAIT_CHECK(weights.shape(p.name) == p.tensor.sizes().vec(),
+                concat(weights.folder().string(), ": tensor ", p.name, " is ", shape_text(weights.shape(p.name)),
+                       " there and ", shape_text(p.tensor.sizes().vec()), " in this model"),
+                "match [model] to the folder's config.json");
+  }
+}
+
+}  // namespace
+
+void check_init_from(const PreparedRun& prep) {
+  const Options& model = prep.config->table("model");
+  const auto from = model.find<std::string>("init_from");
+  if (!from) return;
+  at_place(model.where("init_from"), [&] {
+    if (is_hf_folder(*from)) return check_hf_model(HfWeights(*from, prep.model.family), prep.pipeline.shapes);
+    const fs::path folder = checkpoint::resolve_checkpoint(*from);
+    const checkpoint::CheckpointIndex index = checkpoint::read_index(folder);
+    check_files(folder, index);
+    check_model(folder, index, prep.pipeline.shapes);
+  });
+}
+
+std::optional<fs::path> check_resume(const PreparedRun& prep, const std::string& run_folder) {
+  const Options& c = prep.config->table("checkpoint");
+  const std::string place = c.has("resume_from") ? c.where("resume_from") : c.where("resume");
+  return at_place(place, [&]() -> std::optional<fs::path> {
+    const auto folder = checkpoint::resume_source(c, run_folder);
+    if (!folder) return std::nullopt;
+    const checkpoint::CheckpointIndex index = checkpoint::read_index(*folder);
+    check_files(*folder, index);
+    check_model(*folder, index, prep.pipeline.shapes);
+    check_data(prep, *folder, index);
+    check_batch(prep, *folder, index);
+    const int64_t steps = prep.config->table("train").get<int64_t>("steps");
+    PLAIT_CHECK(index.step < steps,
+                concat("checkpoint ", folder->string(), " is at step ", index.step, " and train.steps is ", steps,
+                       ": nothing is left to train"),
+                "raise train.steps (--steps) past the checkpoint's step");
+    return folder;
+  });
+}
+
+}  // namespace plait

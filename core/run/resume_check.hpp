@@ -1,0 +1,21 @@
+#pragma once
+// What a run starts from, checked before any rank starts. A resume, each refusal one sentence:
+// the checkpoint's index (complete, of a known format version), every file it lists
+// present with its size, the model's tensors and shapes, the data order and seed, the
+// global batch (unless [checkpoint] allow_batch_change), and steps left to train. The
+// checksums are checked by the ranks as they read (checkpoint_reader.hpp).
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "run/prepare.hpp"
+
+namespace plait {
+
+// The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh start.
+std::optional<std::filesystem::path> check_resume(const PreparedRun& prep, const std::string& run_folder);
+
+// [model] init_from, checked the same way: every parameter of the model there, of its shape.
+void check_init_from(const PreparedRun& prep);
+
+}  // namespace plait

@@ -1,0 +1,164 @@
+#include "train/checkpoint_saver.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include <torch/headeronly/version.h>
+
+#include <ATen/ATen.h>
+
+#include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/checkpoint_location.hpp"
+#include "checkpoint/state_parts.hpp"
+#include "io/safetensors.hpp"
+#include "log/logging.hpp"
+#include "model/hf_format.hpp"
+#include "plait/sdk/capabilities.hpp"
+#include "util/human_bytes.hpp"
+
+namespace plait {
+namespace fs = std::filesystem;
+
+CheckpointSaver::CheckpointSaver(const RunPlan& plan, Rank& rank) : plan_(plan), rank_(rank) {
+  const Options& c = plan.config->table("checkpoint");
+  root_ = checkpoint::checkpoint_root(c, plan.out_dir);
+  every_ = c.get<int64_t>("every");
+  keep_last_ = c.get<int64_t>("keep_last");
+  async_ = c.get<bool>("async");
+  explicit_ = every_ > 0 || !c.is_default("final");
+  // Only at its default can `final` meet a plugin that cannot save (the launch refuses the
+  // rest): the launch has warned that this run ends without a checkpoint.
+  const bool can = plan.registry->find(rank.dp.context.plugin_name)->has_capability(capability::checkpoint);
+  final_ = c.get<bool>("final") && can;
+  if (c.get<bool>("final") && !can && plan.world->rank() == 0) {
+    core_log().warn("data plugin '", rank.dp.context.plugin_name, "' cannot save checkpoints (it lacks the capability '",
+                    capability::checkpoint, "'): this run ends without one (set checkpoint.final = false to say so)");
+  }
+  last_step_ = plan.config->table("train").get<int64_t>("steps");
+}
+
+bool CheckpointSaver::due(int64_t step) const {
+  return (every_ > 0 && step % every_ == 0) || (final_ && step == last_step_);
+}
+
+namespace {
+
+void barrier(World& world, const std::string& what) {
+  if (Communicator* all = world.all()) {
+    CommOptions o;
+    o.tag = {"core", what, "", -1};
+    all->barrier(o)->wait();
+  }
+}
+
+// The run's resolved config goes into the checkpoint, listed with its checksum.
+void add_lock_file(const fs::path& run_folder, const fs::path& staging, checkpoint::CheckpointIndex& index) {
+  const fs::path lock = run_folder / "config.lock.toml";
+  if (!fs::exists(lock)) return;
+  fs::copy_file(lock, staging / "config.lock.toml", fs::copy_options::overwrite_existing);
+  checkpoint::fsync_path(staging / "config.lock.toml");
+  const auto bytes = static_cast<int64_t>(fs::file_size(staging / "config.lock.toml"));
+  const std::string sum = checkpoint::file_xxh3(staging / "config.lock.toml");
+  index.files["config.lock.toml"] = {bytes, sum, std::max<int64_t>(bytes, 1), sum};
+}
+
+}  // namespace
+
+// Ranks on other machines write into the folder rank 0 made: it must be one they share.
+// A save the user asked for fails without it; the default final one is skipped, said once.
+bool CheckpointSaver::every_rank_sees(const fs::path& staging) {
+  World& world = *plan_.world;
+  if (world.all() == nullptr) return true;
+  at::Tensor missing = at::full({1}, fs::is_directory(staging) ? -1.0 : static_cast<double>(world.rank()),
+                                at::TensorOptions().dtype(at::kDouble).device(rank_.device));
+  AllReduceOptions o;
+  o.op = ReduceOp::max;
+  o.tag = {"core", "checkpoint-folder", "", -1};
+  world.all()->all_reduce(missing, o)->wait();
+  const auto blind = static_cast<int>(missing.item<double>());
+  if (blind < 0) return true;
+  const std::string what = concat("rank ", blind, " does not see the checkpoint folder ", root_.string(),
+                                  " that rank 0 made: checkpoints need a folder every machine of the job shares");
+  if (explicit_) throw Error(what, "set [checkpoint] dir to a shared filesystem's folder");
+  if (world.rank() == 0) {
+    core_log().warn(what, "; this run's final checkpoint is skipped (set [checkpoint] dir to a shared folder)");
+    fs::remove_all(staging);
+  }
+  return false;
+}
+
+void CheckpointSaver::save(const TrainingProgress& progress, const std::string& data) {
+  finish();
+  const auto start = std::chrono::steady_clock::now();
+  World& world = *plan_.world;
+  Job job{progress, data, root_ / concat(".", checkpoint::step_folder_name(progress.step), ".partial"), {}};
+  if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
+  barrier(world, "checkpoint-begin");
+  if (!every_rank_sees(job.staging)) return;
+  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context.plugin_name,
+                                      /*copy=*/async_);
+  if (!async_) return write(job);
+  writer_ = std::thread([this, job = std::move(job)] {
+    try {
+      write(job);
+    } catch (...) {
+      failure_ = std::current_exception();
+    }
+  });
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  core_log().debug("checkpoint step ", progress.step, ": state copied in ", ms, " ms; written in the background");
+}
+
+void CheckpointSaver::finish() {
+  if (writer_.joinable()) writer_.join();
+  if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
+}
+
+CheckpointSaver::~CheckpointSaver() {
+  if (writer_.joinable()) writer_.join();  // a failure here is the run's own failure's echo
+}
+
+void CheckpointSaver::write(const Job& job) {
+  World& world = *plan_.world;
+  const checkpoint::RankShard shard = checkpoint::write_rank_shard(job.staging, world.rank(), job.parts);
+  if (world.rank() == 0) return commit(job, shard);
+  world.store()->set(concat("checkpoint/", job.progress.step, "/rank-", world.rank()), checkpoint::shard_to_json(shard).dump());
+}
+
+void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own) {
+  const auto start = std::chrono::steady_clock::now();
+  World& world = *plan_.world;
+  checkpoint::CheckpointIndex index;
+  index.plait_version = PLAIT_VERSION;
+  index.libtorch_version = TORCH_VERSION;
+  index.step = job.progress.step;
+  index.tokens = job.progress.tokens;
+  index.samples = job.progress.samples;
+  const Mesh& mesh = world.mesh();
+  index.mesh = {{"dp", mesh.shape().dp}, {"pp", mesh.shape().pp}, {"tp", mesh.shape().tp}};
+  for (const auto& c : plan_.config->plugins()) index.plugins[c.role] = c.name;
+  index.state["trainer"] = to_json(job.progress);
+  index.state["model"] = model_to_json(plan_.model);
+  index.state["data"] = nlohmann::ordered_json::parse(job.data);
+  const Options& d = plan_.config->table("data");
+  index.state["global_batch"] = {{"dp", mesh.shape().dp},
+                                 {"micro_batch_size", d.get<int64_t>("micro_batch_size")},
+                                 {"grad_accum", plan_.config->table("train").get<int64_t>("grad_accum")}};
+  checkpoint::merge_shard(index, own);
+  for (int r = 1; r < world.size(); ++r) {
+    const std::string report =
+        world.store()->wait_get(concat("checkpoint/", job.progress.step, "/rank-", r), std::chrono::minutes(30),
+                                concat("rank ", r, "'s part of checkpoint step ", job.progress.step));
+    checkpoint::merge_shard(index, checkpoint::shard_from_json(nlohmann::json::parse(report)));
+  }
+  add_lock_file(plan_.out_dir, job.staging, index);
+  const fs::path folder = checkpoint::commit(root_, job.staging, index);
+  checkpoint::prune(root_, keep_last_);
+  int64_t bytes = 0;
+  for (const auto& [name, f] : index.files) bytes += f.bytes;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, committed in ",
+                  seconds, " s");
+}
+
+}  // namespace plait
