@@ -8,7 +8,9 @@ moment, and then checks what a restarted job relies on:
   * `plait checkpoint verify RUN` passes: the newest complete checkpoint is whole;
   * `plait run --resume RUN` continues from exactly that checkpoint's step + 1;
   * no folder that looks complete (step-<N>) lacks its index.
-Half the trials save synchronously, half with [checkpoint] async = true.
+Half the trials save synchronously, half with [checkpoint] async = true; half kill at a
+random moment, half aim at a save in progress (once its staging folder appears). A trial
+whose kill interrupted a save is one that leaves a .step-<N>.partial folder behind.
 
   .venv/bin/python tools/checkpoint_kill_trials.py --plait build/bin/plait --trials 20
 
@@ -55,10 +57,16 @@ def trial(plait: str, work: Path, index: int, rng: random.Random, sets: list) ->
     deadline = time.time() + 120
     while not complete_steps(root) and time.time() < deadline and job.poll() is None:
         time.sleep(0.02)
-    time.sleep(rng.uniform(0.0, 3.0))
-    during_save = any(d.name.endswith(".partial") for d in root.iterdir()) if root.is_dir() else False
+    time.sleep(rng.uniform(0.0, 2.0))
+    if index % 4 >= 2:
+        # Aimed: wait for a save to be under way (its staging folder), then a little more.
+        while job.poll() is None and not any(d.name.endswith(".partial") for d in root.iterdir()):
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.03))
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
+    # A save the kill interrupted leaves its staging folder behind.
+    during_save = any(d.name.endswith(".partial") for d in root.iterdir()) if root.is_dir() else False
     result = {"trial": index, "mode": mode, "killed_during_save": during_save}
     steps = complete_steps(root)
     result["newest"] = steps[-1] if steps else None

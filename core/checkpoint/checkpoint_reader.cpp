@@ -127,47 +127,78 @@ void CheckpointReader::raw_pread(OpenFile& f, const std::string& file, char* int
   }
 }
 
-// Block by block: a block read for the first time is read whole and checked; a checked
-// block gives only the bytes asked for.
+// Blocks read for the first time are read whole (a run of them, up to 4 MiB, in one
+// pread) and checked; bytes of checked blocks come from the run last read, or from the disk.
 void CheckpointReader::pread_into(const std::string& file, void* into, int64_t bytes, int64_t at) {
+  constexpr int64_t kRunBytes = 4 << 20;
   OpenFile& f = open(file);
-  const int64_t bb = f.entry->block_bytes;
+  const int64_t bb = f.entry->block_bytes, size = f.entry->bytes;
+  const auto blocks = static_cast<int64_t>(f.verified.size());
   auto* out = static_cast<char*>(into);
   while (bytes > 0) {
-    const int64_t k = at / bb, begin = k * bb, end = std::min(begin + bb, f.entry->bytes);
-    const int64_t take = std::min(bytes, end - at);
-    if (k == f.cached_block) {
-      std::memcpy(out, f.cache.data() + (at - begin), static_cast<std::size_t>(take));
+    const int64_t k = at / bb;
+    const int64_t cached_end = std::min(size, (f.cached_first + f.cached_count) * bb);
+    if (k >= f.cached_first && k < f.cached_first + f.cached_count) {
+      const int64_t take = std::min(bytes, cached_end - at);
+      std::memcpy(out, f.cache.data() + (at - f.cached_first * bb), static_cast<std::size_t>(take));
+      out += take;
+      at += take;
+      bytes -= take;
     } else if (f.verified[static_cast<std::size_t>(k)]) {
+      int64_t last = k;  // the checked blocks this request goes on through
+      while (last + 1 < blocks && f.verified[static_cast<std::size_t>(last + 1)] && (last + 1) * bb < at + bytes) ++last;
+      const int64_t take = std::min(bytes, std::min(size, (last + 1) * bb) - at);
       raw_pread(f, file, out, take, at);
+      out += take;
+      at += take;
+      bytes -= take;
     } else {
-      std::vector<char>& block = f.cache;
-      block.resize(static_cast<std::size_t>(end - begin));
-      raw_pread(f, file, block.data(), end - begin, begin);
-      const std::string sum = xxh3_hex(block.data(), block.size());
-      const std::string expected = f.entry->blocks.substr(static_cast<std::size_t>(16 * k), 16);
-      PLAIT_CHECK(sum == expected,
-                  concat("checkpoint file ", (folder_ / file).string(), " fails its checksum in bytes [", begin, ", ", end,
-                         ") (xxh3 ", sum, ", index ", expected, ")"),
-                  "the file is damaged; resume from another checkpoint (`plait checkpoint verify` checks one)");
-      f.verified[static_cast<std::size_t>(k)] = true;
-      f.cached_block = k;
-      std::memcpy(out, block.data() + (at - begin), static_cast<std::size_t>(take));
+      int64_t last = k;  // the unchecked blocks this request goes on through
+      while (last + 1 < blocks && !f.verified[static_cast<std::size_t>(last + 1)] && (last + 1) * bb < at + bytes &&
+             (last + 2 - k) * bb <= kRunBytes) {
+        ++last;
+      }
+      const int64_t begin = k * bb, end = std::min(size, (last + 1) * bb);
+      f.cache.resize(static_cast<std::size_t>(end - begin));
+      raw_pread(f, file, f.cache.data(), end - begin, begin);
+      for (int64_t b = k; b <= last; ++b) {
+        const int64_t from = b * bb, to = std::min(size, from + bb);
+        const std::string sum = xxh3_hex(f.cache.data() + (from - begin), static_cast<std::size_t>(to - from));
+        const std::string expected = f.entry->blocks.substr(static_cast<std::size_t>(16 * b), 16);
+        PLAIT_CHECK(sum == expected,
+                    concat("checkpoint file ", (folder_ / file).string(), " fails its checksum in bytes [", from, ", ", to,
+                           ") (xxh3 ", sum, ", index ", expected, ")"),
+                    "the file is damaged; resume from another checkpoint (`plait checkpoint verify` checks one)");
+        f.verified[static_cast<std::size_t>(b)] = true;
+      }
+      f.cached_first = k;
+      f.cached_count = last - k + 1;
     }
-    out += take;
-    at += take;
-    bytes -= take;
   }
 }
 
 at::Tensor CheckpointReader::read(const std::string& name, const Region& region) {
+  const at::ScalarType dtype = dtype_of(name);
+  at::Tensor out = at::empty(region.flat ? std::vector<int64_t>{region.length} : region.lengths, at::TensorOptions().dtype(dtype));
+  read_into(name, region, out);
+  return out;
+}
+
+at::ScalarType CheckpointReader::dtype_of(const std::string& name) const {
   const auto found = index_.tensors.find(name);
   PLAIT_CHECK(found != index_.tensors.end(), concat("checkpoint ", folder_.string(), " has no tensor ", name),
               "it was saved from another model");
-  const TensorEntry& entry = found->second;
-  const at::ScalarType dtype = safetensors_dtype(entry.dtype, folder_.string());
+  return safetensors_dtype(found->second.dtype, folder_.string());
+}
+
+void CheckpointReader::read_into(const std::string& name, const Region& region, const at::Tensor& out) {
+  const at::ScalarType dtype = dtype_of(name);
+  const TensorEntry& entry = index_.tensors.at(name);
+  PLAIT_CHECK(out.is_cpu() && out.is_contiguous() && out.scalar_type() == dtype && out.numel() == region_numel(region),
+              concat("checkpoint: reading ", name, " into a tensor that is not a contiguous ", dtype, " host tensor of ",
+                     region_numel(region), " elements"),
+              "this is a plait bug: please report it");
   const int64_t esize = static_cast<int64_t>(c10::elementSize(dtype));
-  at::Tensor out = at::empty(region.flat ? std::vector<int64_t>{region.length} : region.lengths, at::TensorOptions().dtype(dtype));
   at::Tensor flat_out = out.view({-1});
   // The region's global element indices, for parts that are not both flat ranges.
   at::Tensor region_global;
@@ -205,7 +236,6 @@ at::Tensor CheckpointReader::read(const std::string& name, const Region& region)
               concat("checkpoint ", folder_.string(), ": the parts of ", name, " hold ", filled, " of the ",
                      region_numel(region), " elements asked for"),
               "the checkpoint is incomplete");
-  return out;
 }
 
 }  // namespace plait::checkpoint

@@ -43,6 +43,10 @@ class CheckpointReader {
   void verify() const;
   // The region of tensor `name`: shape [length] for a range, the lengths for a slice.
   at::Tensor read(const std::string& name, const Region& region);
+  // The same into `out`: a contiguous host tensor of the checkpoint's dtype and the
+  // region's size (flat parts are read straight into it).
+  void read_into(const std::string& name, const Region& region, const at::Tensor& out);
+  at::ScalarType dtype_of(const std::string& name) const;
   int64_t bytes_read() const { return bytes_read_; }
 
  private:
@@ -51,10 +55,10 @@ class CheckpointReader {
     std::map<std::string, StoredTensor> tensors;
     const FileEntry* entry = nullptr;
     std::vector<bool> verified;  // per checksum block
-    // The block checked last: parts and regions go through a file in order, so the next
-    // read usually starts in it and takes its bytes from here, not from the disk again.
+    // The run of blocks checked last: parts and regions go through a file in order, so the
+    // next read usually starts in it and takes its bytes from here, not from the disk again.
     std::vector<char> cache;
-    int64_t cached_block = -1;
+    int64_t cached_first = -1, cached_count = 0;
   };
   OpenFile& open(const std::string& file);
   const StoredTensor& stored(const TensorPart& part, const TensorEntry& entry, const std::string& name);

@@ -71,9 +71,14 @@ void CheckpointStateSource::read_into(const at::Tensor& into, const std::string&
               "it was saved by a plugin that keeps other state; resume with that plugin or start the run afresh");
   at::NoGradGuard no_grad;
   const at::Tensor flat = into.view({-1});
+  const at::ScalarType stored = reader_.dtype_of(name);
   for (const Piece& piece : pieces_of(layout, start, into.numel())) {
     at::Tensor target = piece.of(flat);
-    target.copy_(reader_.read(name, piece.global).view(target.sizes()));
+    if (target.is_cpu() && target.is_contiguous() && target.scalar_type() == stored) {
+      reader_.read_into(name, piece.global, target);  // straight into the plugin's memory
+    } else {
+      target.copy_(reader_.read(name, piece.global).view(target.sizes()));
+    }
   }
 }
 

@@ -91,13 +91,14 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
   finish();
   const auto start = std::chrono::steady_clock::now();
   World& world = *plan_.world;
-  Job job{progress, data, root_ / concat(".", checkpoint::step_folder_name(progress.step), ".partial"), {}};
+  Job job{progress, data, root_ / concat(".", checkpoint::step_folder_name(progress.step), ".partial"), {}, start};
   if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
   barrier(world, "checkpoint-begin");
   if (!every_rank_sees(job.staging)) return;
   job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context.plugin_name,
                                       /*copy=*/async_);
   if (!async_) return write(job);
+  job.stall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer_ = std::thread([this, job = std::move(job)] {
     try {
       write(job);
@@ -105,8 +106,6 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
       failure_ = std::current_exception();
     }
   });
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  core_log().debug("checkpoint step ", progress.step, ": state copied in ", ms, " ms; written in the background");
 }
 
 void CheckpointSaver::finish() {
@@ -126,7 +125,6 @@ void CheckpointSaver::write(const Job& job) {
 }
 
 void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own) {
-  const auto start = std::chrono::steady_clock::now();
   World& world = *plan_.world;
   checkpoint::CheckpointIndex index;
   index.plait_version = PLAIT_VERSION;
@@ -156,9 +154,10 @@ void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own) {
   checkpoint::prune(root_, keep_last_);
   int64_t bytes = 0;
   for (const auto& [name, f] : index.files) bytes += f.bytes;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, committed in ",
-                  seconds, " s");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.started).count();
+  const double stall = async_ ? job.stall_s : seconds;
+  core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, saved in ",
+                  seconds, " s (", bytes / 1e6 / seconds, " MB/s); training stalled ", stall, " s");
 }
 
 }  // namespace plait

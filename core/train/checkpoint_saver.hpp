@@ -6,6 +6,7 @@
 // With async, a rank copies its parts into host memory (pinned, from a GPU) and a thread
 // of its own writes them while training goes on; at most one save is in flight: the next
 // one, and the end of the run, wait for it (and report its failure).
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -38,6 +39,8 @@ class CheckpointSaver {
     std::string data;
     std::filesystem::path staging;
     std::vector<checkpoint::OwnedPart> parts;
+    std::chrono::steady_clock::time_point started;
+    double stall_s = 0.0;  // how long the save held up training (async: the copy to host memory)
   };
   bool every_rank_sees(const std::filesystem::path& staging);  // collective
   void write(const Job& job);  // this rank's file; rank 0 also commits

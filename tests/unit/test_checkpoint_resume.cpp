@@ -18,6 +18,7 @@
 
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
+#include "io/safetensors.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -273,27 +274,59 @@ TEST_CASE("4 ranks resuming read about the checkpoint once between them", "[resu
   CHECK(read <= size * 11 / 10);
 }
 
-TEST_CASE("a job killed while it saves resumes from the newest complete checkpoint", "[resume]") {
+TEST_CASE("a job killed while it saves, started again as it was, resumes from its newest complete checkpoint",
+          "[resume]") {
   TempDir dir;
-  const Sets sets = {"checkpoint.every=1", "checkpoint.keep_last=2", "model.n_embd=128", "model.n_head=4"};
-  auto job = std::async(std::launch::async, [&] { return run_quickstart(dir / "run", 200, sets); });
-  // Kill every process of the job once a few saves have been committed.
-  const fs::path root = dir / "run" / "checkpoints";
+  const Sets sets = {"checkpoint.every=1", "checkpoint.keep_last=2", "checkpoint.resume=auto", "model.n_embd=128",
+                     "model.n_head=4"};
+  const fs::path out = dir / "run";
+  auto job = std::async(std::launch::async, [&] { return run_quickstart(out, 200, sets); });
+  // Kill every process of the job once a few saves have been committed: with a save
+  // every step, the kill lands in one as often as not.
+  const fs::path root = out / "checkpoints";
   for (int i = 0; i < 600 && !fs::exists(root / "step-4"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(fs::exists(root / "step-4"));
   // "[/]" matches the path's first "/" but not itself: the shell running pkill is spared.
-  const std::string pattern = "--out [/]" + (dir / "run").string().substr(1);
+  const std::string pattern = "--out [/]" + out.string().substr(1);
   REQUIRE(std::system(("pkill -KILL -f -- '" + pattern + "'").c_str()) == 0);
   const ProcessResult killed = job.get();
   CHECK(killed.exit_code != 0);
-  const fs::path latest = checkpoint::resolve_checkpoint(dir / "run");
-  const int64_t step = checkpoint::read_index(latest).step;
+  const fs::path newest = checkpoint::resolve_checkpoint(out);
+  const int64_t step = checkpoint::read_index(newest).step;
   CHECK(step >= 4);
-  const ProcessResult verified = run_plait({"checkpoint", "verify", latest.string()});
+  const ProcessResult verified = run_plait({"checkpoint", "verify", newest.string()});
   INFO(verified.output);
   CHECK(verified.exit_code == 0);
-  run(dir / "resumed", static_cast<int>(step) + 2, with(sets, {"checkpoint.resume_from=" + (dir / "run").string()}));
-  CHECK_THAT(read_file(dir / "resumed" / "rank-0.log"),
-             Contains("resumed from " + latest.string() + " at step " + std::to_string(step) + ": read "));
-  CHECK(read_metrics(dir / "resumed").front().at("step").get<int64_t>() == step + 1);
+  // The same command again: it keeps the folder and goes on from the newest checkpoint.
+  run(out, 200, sets);
+  CHECK_THAT(read_file(out / "rank-0.log"),
+             Contains("resumed from " + newest.string() + " at step " + std::to_string(step) + ": read "));
+  const std::vector<nlohmann::json> m = read_metrics(out);
+  REQUIRE(m.size() == 200);  // every step once: those after the checkpoint were dropped and trained again
+  for (std::size_t i = 0; i < m.size(); ++i) CHECK(m[i].at("step").get<int64_t>() == static_cast<int64_t>(i) + 1);
+}
+
+TEST_CASE("[model] init_from starts any mesh from a checkpoint's weights, and refuses another model's", "[resume]") {
+  Saved saved;
+  // Under tensor parallelism each rank takes its slices; the weights it starts from are
+  // the checkpoint's, exactly.
+  const fs::path start = saved.dir / "start";
+  run(start, 1, {"model.init_from=" + saved.folder().string(), "checkpoint.save_init=true", "parallel.data=none",
+                 "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=2", "train.dtype=float64"});
+  checkpoint::CheckpointReader reader(saved.folder());
+  int64_t compared = 0;
+  for (const auto& [name, t] : load_safetensors((start / "init.safetensors").string())) {
+    INFO(name);
+    const std::string key = "param/" + name;
+    REQUIRE(reader.index().tensors.count(key) == 1);
+    CHECK(at::equal(t, reader.read(key, checkpoint::Region::whole(reader.index().tensors.at(key)))));
+    ++compared;
+  }
+  CHECK(compared == 28);
+  const ProcessResult r = run_quickstart(saved.dir / "other", 2, {"model.init_from=" + saved.folder().string(),
+                                                                   "model.n_embd=128"});
+  CHECK(r.exit_code != 0);
+  CHECK_FALSE(fs::exists(saved.dir / "other"));
+  CHECK_THAT(r.output, Contains("checkpoint " + saved.folder().string() + ": parameter transformer.wte.weight is [256, 64] "
+                                "there and [256, 128] in this model"));
 }

@@ -72,6 +72,23 @@ def host_reads(c):
     return max(between) <= 1, f"device-to-host reads per step {reads}", {"reads_by_step": reads}
 
 
+def resume_on_the_gpu(c):
+    """zero-3 with offload and async saves (pinned host copies): 3 steps resumed for 3 more
+    equal 6 straight, bit for bit; the GPU's checkpoint resumed on the CPU agrees to 1e-9."""
+    strategy = TINY + FLOAT64 + ["--set", "parallel.data=zero", "--set", "zero.stage=3", "--set", "parallel.offload=cpu",
+                                 "--set", "checkpoint.async=true", "--set", "checkpoint.every=3"]
+    sets = NCCL1 + strategy
+    q = "configs/quickstart.toml"
+    straight, _ = c.plait_run("resume-straight", q, CUDA + sets, steps=6)
+    _, first = c.plait_run("resume-first", q, CUDA + sets, steps=3)
+    tail, _ = c.plait_run("resume-tail", q, CUDA + sets + ["--resume", str(first)], steps=6)
+    cpu = ["--nproc-per-node", "1", "--set", "parallel.dp=1"] + strategy
+    on_cpu, _ = c.plait_run("resume-on-cpu", q, cpu + ["--resume", str(first)], steps=6)
+    exact = [r["loss"] for r in tail] == [r["loss"] for r in straight[3:]]
+    worst = worst_relative(on_cpu, straight[3:])
+    return exact and worst <= 1e-9, f"bit-exact {exact}; on the CPU worst relative {worst:.2e}", {"cpu_worst": worst}
+
+
 def sdpa_backend(c):
     _, out = c.plait_run("sdpa", "configs/gpt2-tiny-single.toml", CUDA + ["--set", "train.dtype=bfloat16"], steps=2,
                             verbose=True)
@@ -181,6 +198,7 @@ def main():
     c.run("bf16 llama on the GPU follows the CPU (3e-2)",
           agree(c, "bf16-llama", "configs/llama-tiny-bf16.toml", [], [], 3e-2))
     c.run("at most one device-to-host read per step outside log steps", lambda: host_reads(c))
+    c.run("checkpoints on the GPU resume exactly, and on the CPU", lambda: resume_on_the_gpu(c))
     c.run("SDPA picks a fused kernel for bf16", lambda: sdpa_backend(c))
     if not args.cpu_dry_run:
         c.run("device memory: allocator peaks against nvidia-smi", lambda: memory_against_nvidia_smi(c))
