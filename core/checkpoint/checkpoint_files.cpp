@@ -137,6 +137,15 @@ CheckpointIndex read_index(const fs::path& folder) {
   return index_from_json(j, path.string());
 }
 
+void check_file_present(const fs::path& folder, const std::string& name, const FileEntry& entry) {
+  const fs::path path = folder / name;
+  PLAIT_CHECK(fs::exists(path), concat("checkpoint file ", path.string(), " is missing"),
+              "the checkpoint is incomplete; resume from another one");
+  const auto size = static_cast<int64_t>(fs::file_size(path));
+  PLAIT_CHECK(size == entry.bytes, concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", entry.bytes),
+              "the file was truncated or replaced; resume from another checkpoint");
+}
+
 std::string file_xxh3(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   PLAIT_CHECK(in.good(), concat("cannot read ", path.string()), "check the checkpoint folder");

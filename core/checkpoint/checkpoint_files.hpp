@@ -30,6 +30,9 @@ CheckpointIndex read_index(const fs::path& folder);
 // The complete checkpoint of the highest step in a folder of checkpoints, if any.
 std::optional<fs::path> newest_checkpoint(const fs::path& root);
 
+// Refuses a listed file that is missing or not of the size the index says, naming it.
+void check_file_present(const fs::path& folder, const std::string& name, const FileEntry& entry);
+
 // xxh3-64 of a whole file, 16 hex digits.
 std::string file_xxh3(const fs::path& path);
 void fsync_path(const fs::path& path);  // a file or a folder

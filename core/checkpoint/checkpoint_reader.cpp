@@ -50,13 +50,8 @@ CheckpointReader::~CheckpointReader() {
 
 void CheckpointReader::verify() const {
   for (const auto& [name, entry] : index_.files) {
+    check_file_present(folder_, name, entry);
     const auto path = folder_ / name;
-    PLAIT_CHECK(std::filesystem::exists(path), concat("checkpoint file ", path.string(), " is missing"),
-                "the checkpoint is incomplete; resume from another one");
-    const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
-    PLAIT_CHECK(size == entry.bytes,
-                concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", entry.bytes),
-                "the file was truncated or replaced; resume from another checkpoint");
     const std::string sum = file_xxh3(path);
     PLAIT_CHECK(sum == entry.xxh3,
                 concat("checkpoint file ", path.string(), " fails its checksum (xxh3 ", sum, ", index ", entry.xxh3, ")"),
@@ -71,12 +66,8 @@ CheckpointReader::OpenFile& CheckpointReader::open(const std::string& file) {
   const auto listed = index_.files.find(file);
   PLAIT_CHECK(listed != index_.files.end(), concat("checkpoint ", folder_.string(), ": its index lists no file ", file),
               "the index is damaged; resume from another checkpoint");
-  PLAIT_CHECK(std::filesystem::exists(path), concat("checkpoint file ", path.string(), " is missing"),
-              "the checkpoint is incomplete; resume from another one");
-  const auto size = static_cast<int64_t>(std::filesystem::file_size(path));
-  PLAIT_CHECK(size == listed->second.bytes,
-              concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", listed->second.bytes),
-              "the file was truncated or replaced; resume from another checkpoint");
+  check_file_present(folder_, file, listed->second);
+  const auto size = listed->second.bytes;
   const FileEntry& entry = listed->second;
   PLAIT_CHECK(entry.block_bytes > 0 &&
                   static_cast<int64_t>(entry.blocks.size()) == 16 * ((entry.bytes + entry.block_bytes - 1) / entry.block_bytes),

@@ -26,6 +26,14 @@ TensorPart part_of(const Region& r) {
 
 }  // namespace
 
+Layouts layouts_of(const StageModel& model, int64_t tp, int64_t tp_rank) {
+  Layouts out;
+  for (const auto& p : model.parameters()) {
+    if (!p.tensor.is_meta()) out[p.name] = {p.tensor.sizes().vec(), p.split, tp, tp_rank};
+  }
+  return out;
+}
+
 std::string state_tensor_name(const std::string& kind, const std::string& param) { return kind + "/" + param; }
 
 std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin,

@@ -19,6 +19,10 @@ std::string state_tensor_name(const std::string& kind, const std::string& param)
 
 using Layouts = std::map<std::string, LocalLayout>;  // by parameter name: what this rank holds
 
+// The layouts of a model's parameters that hold memory (not on the meta device), as tp
+// rank `tp_rank` of `tp` holds them.
+Layouts layouts_of(const StageModel& model, int64_t tp, int64_t tp_rank);
+
 // This rank's share of the parts, in host memory. `copy`: values that are host tensors
 // already are copied too (a save that runs while training goes on needs its own).
 std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin,

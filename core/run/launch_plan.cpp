@@ -6,7 +6,6 @@
 #include "plait/sdk/error.hpp"
 #include "run/resume_check.hpp"
 #include "run/run_folder.hpp"
-#include "checkpoint/checkpoint_files.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -59,8 +58,8 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
                       fs::is_directory(plan.folder, ec) && !fs::is_empty(plan.folder, ec);
   if (!plan.reuse_folder) check_run_folder(plan.folder);
   if (const auto from = check_resume(prep, plan.folder)) {
-    plan.resume = from->string();
-    plan.resume_step = checkpoint::read_index(*from).step;
+    plan.resume = from->folder.string();
+    plan.resume_step = from->step;
   }
   return plan;
 }

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include <c10/util/ArrayRef.h>
+
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
@@ -13,21 +15,11 @@ namespace plait {
 namespace fs = std::filesystem;
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += concat(i ? ", " : "", shape[i]);
-  return s + "]";
-}
+// "[256, 64]", as c10 prints sizes.
+std::string shape_text(const std::vector<int64_t>& shape) { return concat(c10::IntArrayRef(shape)); }
 
 void check_files(const fs::path& folder, const checkpoint::CheckpointIndex& index) {
-  for (const auto& [name, entry] : index.files) {
-    const fs::path path = folder / name;
-    PLAIT_CHECK(fs::exists(path), concat("checkpoint file ", path.string(), " is missing"),
-                "the checkpoint is incomplete; resume from another one");
-    const auto size = static_cast<int64_t>(fs::file_size(path));
-    PLAIT_CHECK(size == entry.bytes, concat("checkpoint file ", path.string(), " has ", size, " bytes, its index says ", entry.bytes),
-                "the file was truncated or replaced; resume from another checkpoint");
-  }
+  for (const auto& [name, entry] : index.files) checkpoint::check_file_present(folder, name, entry);
 }
 
 // Every parameter of the model, and nothing else, with its shape.
@@ -106,10 +98,10 @@ void check_init_from(const PreparedRun& prep) {
   });
 }
 
-std::optional<fs::path> check_resume(const PreparedRun& prep, const std::string& run_folder) {
+std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder) {
   const Options& c = prep.config->table("checkpoint");
   const std::string place = c.has("resume_from") ? c.where("resume_from") : c.where("resume");
-  return at_place(place, [&]() -> std::optional<fs::path> {
+  return at_place(place, [&]() -> std::optional<ResumePoint> {
     const auto folder = checkpoint::resume_source(c, run_folder);
     if (!folder) return std::nullopt;
     const checkpoint::CheckpointIndex index = checkpoint::read_index(*folder);
@@ -122,7 +114,7 @@ std::optional<fs::path> check_resume(const PreparedRun& prep, const std::string&
                 concat("checkpoint ", folder->string(), " is at step ", index.step, " and train.steps is ", steps,
                        ": nothing is left to train"),
                 "raise train.steps (--steps) past the checkpoint's step");
-    return folder;
+    return ResumePoint{*folder, index.step};
   });
 }
 

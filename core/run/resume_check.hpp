@@ -12,8 +12,12 @@
 
 namespace plait {
 
+struct ResumePoint {
+  std::filesystem::path folder;
+  int64_t step = 0;
+};
 // The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh start.
-std::optional<std::filesystem::path> check_resume(const PreparedRun& prep, const std::string& run_folder);
+std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder);
 
 // [model] init_from, checked the same way: every parameter of the model there, of its shape.
 void check_init_from(const PreparedRun& prep);

@@ -51,10 +51,7 @@ void load_all(StateSource& source, const StageModel& model) {
 }  // namespace
 
 void load_initial_weights(const std::string& path, const ModelSpec& spec, const StageModel& model, const Mesh& mesh) {
-  checkpoint::Layouts layouts;
-  for (const auto& p : model.parameters()) {
-    if (!p.tensor.is_meta()) layouts[p.name] = {p.tensor.sizes().vec(), p.split, mesh.shape().tp, mesh.coords().tp};
-  }
+  const checkpoint::Layouts layouts = checkpoint::layouts_of(model, mesh.shape().tp, mesh.coords().tp);
   if (is_hf_folder(path)) {
     const HfWeights weights(path, spec.family);
     HfStateSource source(weights, layouts);

@@ -7,6 +7,7 @@
 #include "model/model_zoo.hpp"
 #include "run/prepare.hpp"
 #include "train/activation_checkpoint.hpp"
+#include "checkpoint/state_parts.hpp"
 #include "train/initial_weights.hpp"
 
 namespace plait {
@@ -56,9 +57,7 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   }
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
   const Mesh& m = plan.world->mesh();
-  for (const auto& p : rank.stages.model.parameters()) {
-    rank.layouts[p.name] = {p.tensor.sizes().vec(), p.split, m.shape().tp, m.coords().tp};
-  }
+  rank.layouts = checkpoint::layouts_of(rank.stages.model, m.shape().tp, m.coords().tp);
   rank.tied = std::make_unique<TiedParameters>(whole, pipeline.partition, pp, pp_rank, plan.world->group_maker(Axis::pp));
   rank.tied->unlink_borrowed(rank.stages.model);
 }
