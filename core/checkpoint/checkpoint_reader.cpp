@@ -9,21 +9,15 @@
 #include <ATen/ATen.h>
 
 #include "checkpoint/checkpoint_files.hpp"
+#include "checkpoint/element_runs.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::checkpoint {
 namespace {
 
-// The global row-major index of each element of a slice, in the slice's order.
-at::Tensor global_indices(const std::vector<int64_t>& shape, const std::vector<int64_t>& offsets,
-                          const std::vector<int64_t>& lengths) {
-  const auto strides = row_major_strides(shape);
-  at::Tensor g = at::zeros({1}, at::kLong);
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    const at::Tensor along = (at::arange(offsets[d], offsets[d] + lengths[d], at::kLong) * strides[d]);
-    g = (g.unsqueeze(-1) + along.unsqueeze(0)).reshape({-1});
-  }
-  return g;
+std::vector<ElementRun> runs_of(const std::vector<int64_t>& shape, bool flat, int64_t start, int64_t length,
+                                const std::vector<int64_t>& offsets, const std::vector<int64_t>& lengths) {
+  return flat ? runs_of_range(start, length) : runs_of_slice(shape, offsets, lengths);
 }
 
 int64_t region_numel(const Region& r) {
@@ -150,6 +144,8 @@ void CheckpointReader::pread_into(const std::string& file, void* into, int64_t b
         ++last;
       }
       const int64_t begin = k * bb, end = std::min(size, (last + 1) * bb);
+      // Reads go through a file in order: the kernel fetches the next run while this one is checked.
+      if (end < size) ::posix_fadvise(f.fd, end, kRunBytes, POSIX_FADV_WILLNEED);
       f.cache.resize(static_cast<std::size_t>(end - begin));
       raw_pread(f, file, f.cache.data(), end - begin, begin);
       for (int64_t b = k; b <= last; ++b) {
@@ -190,38 +186,21 @@ void CheckpointReader::read_into(const std::string& name, const Region& region, 
                      region_numel(region), " elements"),
               "this is a plait bug: please report it");
   const int64_t esize = static_cast<int64_t>(c10::elementSize(dtype));
-  at::Tensor flat_out = out.view({-1});
-  // The region's global element indices, for parts that are not both flat ranges.
-  at::Tensor region_global;
+  auto* into = static_cast<char*>(out.data_ptr());
+  const std::vector<ElementRun> wanted =
+      runs_of(entry.shape, region.flat, region.start, region.length, region.offsets, region.lengths);
   int64_t filled = 0;
   for (const TensorPart& part : entry.parts) {
-    const StoredTensor& s = stored(part, entry, name);
-    if (part.flat && region.flat) {
-      const int64_t a = std::max(part.start, region.start), b = std::min(part.start + part.length, region.start + region.length);
-      if (a >= b) continue;
-      pread_into(part.file, static_cast<char*>(out.data_ptr()) + (a - region.start) * esize, (b - a) * esize,
-                 s.begin + (a - part.start) * esize);
-      filled += b - a;
+    const std::vector<ElementRun> held = runs_of(entry.shape, part.flat, part.start, part.length, part.offsets, part.lengths);
+    if (held.empty() || wanted.empty() || held.back().global + held.back().length <= wanted.front().global ||
+        wanted.back().global + wanted.back().length <= held.front().global) {
       continue;
     }
-    at::Tensor part_global = part.flat ? at::arange(part.start, part.start + part.length, at::kLong)
-                                       : global_indices(entry.shape, part.offsets, part.lengths);
-    if (!region_global.defined()) {
-      region_global = region.flat ? at::arange(region.start, region.start + region.length, at::kLong)
-                                  : global_indices(entry.shape, region.offsets, region.lengths);
+    const StoredTensor& s = stored(part, entry, name);
+    for (const Overlap& o : overlaps(held, wanted)) {
+      pread_into(part.file, into + o.to * esize, o.length * esize, s.begin + o.from * esize);
+      filled += o.length;
     }
-    // Where each part element lands in the region (sorted search over the region's
-    // increasing global indices), and whether it is in it at all.
-    const at::Tensor pos = at::searchsorted(region_global, part_global).clamp_max(region_global.numel() - 1);
-    const at::Tensor inside = region_global.index_select(0, pos).eq(part_global).nonzero().view({-1});
-    const int64_t hits = inside.numel();
-    if (hits == 0) continue;
-    // Only the run of the part's stored elements from the first to the last one needed.
-    const int64_t first = inside[0].item<int64_t>(), last = inside[hits - 1].item<int64_t>();
-    at::Tensor values = at::empty({last - first + 1}, at::TensorOptions().dtype(dtype));
-    pread_into(part.file, values.data_ptr(), (last - first + 1) * esize, s.begin + first * esize);
-    flat_out.index_put_({pos.index_select(0, inside)}, values.index_select(0, inside - first));
-    filled += hits;
   }
   PLAIT_CHECK(filled == region_numel(region),
               concat("checkpoint ", folder_.string(), ": the parts of ", name, " hold ", filled, " of the ",

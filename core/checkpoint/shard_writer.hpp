@@ -17,7 +17,8 @@ struct OwnedPart {
   std::string name;                   // the tensor's reference name
   std::vector<int64_t> global_shape;  // the whole tensor's
   TensorPart where;                   // flat range or slice; file and key are filled in
-  at::Tensor values;                  // the part's elements (any shape with its numel)
+  at::Tensor values;                  // the part's elements (any shape with its numel), in host memory
+  bool borrowed = false;              // values are the plugin's own memory, not a copy
 };
 
 struct RankShard {

@@ -36,8 +36,7 @@ Layouts layouts_of(const StageModel& model, int64_t tp, int64_t tp_rank) {
 
 std::string state_tensor_name(const std::string& kind, const std::string& param) { return kind + "/" + param; }
 
-std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin,
-                                   bool copy) {
+std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin) {
   std::vector<OwnedPart> out;
   for (const StatePart& part : parts) {
     const LocalLayout& layout = layout_of(layouts, part.param, concat("data plugin '", plugin, "'"));
@@ -56,14 +55,9 @@ std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const La
     const std::string name = state_tensor_name(part.kind, part.param);
     for (const Piece& piece : pieces_of(layout, part.start + a, b - a)) {
       at::Tensor values = piece.of(run);
-      if (!values.is_cpu()) {
-        // Pinned: the device copies at full speed, and an async save's copy stays valid.
-        at::Tensor host = at::empty(values.sizes(), values.options().device(at::kCPU).pinned_memory(copy));
-        values = host.copy_(values);
-      } else {
-        values = copy ? values.clone(at::MemoryFormat::Contiguous) : values.contiguous();
-      }
-      out.push_back({name, layout.global_shape(), part_of(piece.global), values});
+      const bool borrowed = values.is_cpu();
+      if (!borrowed) values = at::empty(values.sizes(), values.options().device(at::kCPU).pinned_memory(true)).copy_(values);
+      out.push_back({name, layout.global_shape(), part_of(piece.global), values, borrowed});
     }
   }
   return out;

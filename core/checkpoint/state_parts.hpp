@@ -23,10 +23,9 @@ using Layouts = std::map<std::string, LocalLayout>;  // by parameter name: what 
 // rank `tp_rank` of `tp` holds them.
 Layouts layouts_of(const StageModel& model, int64_t tp, int64_t tp_rank);
 
-// This rank's share of the parts, in host memory. `copy`: values that are host tensors
-// already are copied too (a save that runs while training goes on needs its own).
-std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin,
-                                   bool copy);
+// This rank's share of the parts, in host memory: a device tensor's copied (into pinned
+// memory, which the device copies at full speed), a host tensor's borrowed (a view).
+std::vector<OwnedPart> owned_parts(const std::vector<StatePart>& parts, const Layouts& layouts, const std::string& plugin);
 
 // What a data plugin loads from: each request turned into the global regions it covers.
 class CheckpointStateSource final : public StateSource {

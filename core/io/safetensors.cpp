@@ -1,13 +1,10 @@
 #include "io/safetensors.hpp"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -15,6 +12,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "io/durable_file.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -100,19 +98,21 @@ std::string hex_of(uint64_t h) {
 
 std::string xxh3_hex(const void* data, std::size_t bytes) { return hex_of(XXH3_64bits(data, bytes)); }
 
+namespace {
+constexpr std::size_t kPiece = std::size_t{1} << 20;
+}  // namespace
+
 WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorList& tensors,
                                      int64_t (*block_bytes_for)(int64_t file_bytes)) {
   const Encoded e = encode(tensors, {});
   int64_t total = static_cast<int64_t>(e.head.size());
   for (const auto& t : e.blobs) total += static_cast<int64_t>(t.nbytes());
   const int64_t block_bytes = block_bytes_for ? block_bytes_for(total) : 0;
-  const std::string tmp = path + ".partial";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  PLAIT_CHECK(fd >= 0, concat("cannot write ", tmp, ": ", std::strerror(errno)), "check that the folder is writable");
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  XXH3_state_t* block = XXH3_createState();
-  XXH3_64bits_reset(block);
+  DurableFile file(path);
+  using Hasher = std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)>;
+  const Hasher whole(XXH3_createState(), &XXH3_freeState), block(XXH3_createState(), &XXH3_freeState);
+  XXH3_64bits_reset(whole.get());
+  XXH3_64bits_reset(block.get());
   int64_t in_block = 0;
   WrittenFile written;
   written.block_bytes = block_bytes;
@@ -120,45 +120,32 @@ WrittenFile save_safetensors_durable(const std::string& path, const NamedTensorL
   auto hash_blocks = [&](const char* data, std::size_t n) {
     while (block_bytes > 0 && n > 0) {
       const auto take = static_cast<std::size_t>(std::min<int64_t>(static_cast<int64_t>(n), block_bytes - in_block));
-      XXH3_64bits_update(block, data, take);
+      XXH3_64bits_update(block.get(), data, take);
       in_block += static_cast<int64_t>(take);
       data += take;
       n -= take;
       if (in_block == block_bytes) {
-        written.blocks += hex_of(XXH3_64bits_digest(block));
-        XXH3_64bits_reset(block);
+        written.blocks += hex_of(XXH3_64bits_digest(block.get()));
+        XXH3_64bits_reset(block.get());
         in_block = 0;
       }
     }
   };
+  // A piece at a time, so the bytes are hashed and written while still in the cache.
   auto put = [&](const char* data, std::size_t n) {
-    XXH3_64bits_update(state, data, n);
-    hash_blocks(data, n);
-    written.bytes += static_cast<int64_t>(n);
-    while (n > 0) {
-      const ssize_t w = ::write(fd, data, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const std::string why = std::strerror(errno);
-        ::close(fd);
-        XXH3_freeState(state);
-        XXH3_freeState(block);
-        throw Error(concat("writing ", tmp, " failed: ", why), "check free disk space");
-      }
-      data += w;
-      n -= static_cast<std::size_t>(w);
+    for (std::size_t k = 0; k < n; k += kPiece) {
+      const std::size_t m = std::min(kPiece, n - k);
+      XXH3_64bits_update(whole.get(), data + k, m);
+      hash_blocks(data + k, m);
+      file.write(data + k, m);
     }
   };
   put(e.head.data(), e.head.size());
   for (const auto& t : e.blobs) put(static_cast<const char*>(t.data_ptr()), t.nbytes());
-  if (in_block > 0) written.blocks += hex_of(XXH3_64bits_digest(block));
-  written.xxh3 = hex_of(XXH3_64bits_digest(state));
-  XXH3_freeState(state);
-  XXH3_freeState(block);
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  PLAIT_CHECK(synced, concat("fsync of ", tmp, " failed: ", std::strerror(errno)), "check the disk");
-  std::filesystem::rename(tmp, path);
+  if (in_block > 0) written.blocks += hex_of(XXH3_64bits_digest(block.get()));
+  written.xxh3 = hex_of(XXH3_64bits_digest(whole.get()));
+  written.bytes = file.bytes();
+  file.commit();
   return written;
 }
 

@@ -43,6 +43,10 @@ bool CheckpointSaver::due(int64_t step) const {
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void barrier(World& world, const std::string& what) {
   if (Communicator* all = world.all()) {
     CommOptions o;
@@ -95,20 +99,44 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
   if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
   barrier(world, "checkpoint-begin");
   if (!every_rank_sees(job.staging)) return;
-  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context.plugin_name,
-                                      /*copy=*/async_);
+  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context.plugin_name);
+  job.prepare_s = seconds_since(start);
   if (!async_) return write(job);
-  job.stall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  writer_ = std::thread([this, job = std::move(job)] {
+  pending_step_ = job.progress.step;
+  pending_prepare_s_ = job.prepare_s;
+  std::promise<void> copied;
+  copied_ = copied.get_future();
+  writer_ = std::thread([this, job = std::move(job), copied = std::move(copied)]() mutable {
     try {
+      for (checkpoint::OwnedPart& p : job.parts) {
+        if (p.borrowed) p.values = p.values.clone(at::MemoryFormat::Contiguous);
+        p.borrowed = false;
+      }
+      copied.set_value();
       write(job);
     } catch (...) {
       failure_ = std::current_exception();
+      try {
+        copied.set_value();  // training goes on; the failure is reported at the next save or the end
+      } catch (const std::future_error&) {
+      }
     }
   });
 }
 
+void CheckpointSaver::before_update() {
+  if (!copied_.valid()) return;
+  const auto start = std::chrono::steady_clock::now();
+  copied_.get();
+  const double waited = seconds_since(start);
+  if (plan_.world->rank() == 0) {
+    core_log().info("checkpoint step ", pending_step_, " (async) held up training ", pending_prepare_s_ + waited,
+                    " s: preparing ", pending_prepare_s_, " s, the update waiting for the copy of the state ", waited, " s");
+  }
+}
+
 void CheckpointSaver::finish() {
+  if (copied_.valid()) copied_.get();
   if (writer_.joinable()) writer_.join();
   if (failure_) std::rethrow_exception(std::exchange(failure_, nullptr));
 }
@@ -119,13 +147,15 @@ CheckpointSaver::~CheckpointSaver() {
 
 void CheckpointSaver::write(const Job& job) {
   World& world = *plan_.world;
+  const auto start = std::chrono::steady_clock::now();
   const checkpoint::RankShard shard = checkpoint::write_rank_shard(job.staging, world.rank(), job.parts);
-  if (world.rank() == 0) return commit(job, shard);
+  if (world.rank() == 0) return commit(job, shard, seconds_since(start));
   world.store()->set(concat("checkpoint/", job.progress.step, "/rank-", world.rank()), checkpoint::shard_to_json(shard).dump());
 }
 
-void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own) {
+void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own, double write_s) {
   World& world = *plan_.world;
+  const auto reports_start = std::chrono::steady_clock::now();
   checkpoint::CheckpointIndex index;
   index.plait_version = PLAIT_VERSION;
   index.libtorch_version = TORCH_VERSION;
@@ -143,21 +173,29 @@ void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own) {
                                  {"micro_batch_size", d.get<int64_t>("micro_batch_size")},
                                  {"grad_accum", plan_.config->table("train").get<int64_t>("grad_accum")}};
   checkpoint::merge_shard(index, own);
+  // The ranks write about as much as rank 0 did: once its own file is written, the rest
+  // get the collective timeout to report theirs.
+  const double limit_s = plan_.config->table("distributed").get<double>("collective_timeout_s");
   for (int r = 1; r < world.size(); ++r) {
-    const std::string report =
-        world.store()->wait_get(concat("checkpoint/", job.progress.step, "/rank-", r), std::chrono::minutes(30),
-                                concat("rank ", r, "'s part of checkpoint step ", job.progress.step));
+    const std::string report = world.store()->wait_get(
+        concat("checkpoint/", job.progress.step, "/rank-", r), std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1e3)),
+        concat("rank ", r, "'s part of checkpoint step ", job.progress.step,
+               " after rank 0 wrote its own (distributed.collective_timeout_s)"));
     checkpoint::merge_shard(index, checkpoint::shard_from_json(nlohmann::json::parse(report)));
   }
+  const double reports_s = seconds_since(reports_start);
+  const auto commit_start = std::chrono::steady_clock::now();
   add_lock_file(plan_.out_dir, job.staging, index);
   const fs::path folder = checkpoint::commit(root_, job.staging, index);
   checkpoint::prune(root_, keep_last_);
   int64_t bytes = 0;
   for (const auto& [name, f] : index.files) bytes += f.bytes;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.started).count();
-  const double stall = async_ ? job.stall_s : seconds;
+  const double commit_s = seconds_since(commit_start);
+  const double seconds = seconds_since(job.started);
   core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, saved in ",
-                  seconds, " s (", bytes / 1e6 / seconds, " MB/s); training stalled ", stall, " s");
+                  seconds, " s (", bytes / 1e6 / seconds, " MB/s", async_ ? ", alongside training" : "; training held up for all of it", "): preparing ",
+                  job.prepare_s, " s, writing rank 0's file ", write_s, " s, waiting for the other ranks ", reports_s,
+                  " s, index and commit ", commit_s, " s");
 }
 
 }  // namespace plait

@@ -5,11 +5,14 @@
 // progress, the data position and config.lock.toml, and commits (checkpoint_files.hpp).
 // With async, a rank copies its parts into host memory (pinned, from a GPU) and a thread
 // of its own writes them while training goes on; at most one save is in flight: the next
-// one, and the end of the run, wait for it (and report its failure).
+// one, and the end of the run, wait for it (and report its failure). State already in
+// host memory is copied by that thread too, while the next step's forward and backward
+// run (they read the state, only the update changes it): the update waits for the copy.
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +32,8 @@ class CheckpointSaver {
   bool due(int64_t step) const;
   // Collective over every rank. `data` is the sampler's position (its state()).
   void save(const TrainingProgress& progress, const std::string& data);
+  // Before the optimizer changes the state: waits until an async save has its copy.
+  void before_update();
   // Waits for a save in flight; rethrows its failure.
   void finish();
   ~CheckpointSaver();
@@ -40,11 +45,12 @@ class CheckpointSaver {
     std::filesystem::path staging;
     std::vector<checkpoint::OwnedPart> parts;
     std::chrono::steady_clock::time_point started;
-    double stall_s = 0.0;  // how long the save held up training (async: the copy to host memory)
+    double prepare_s = 0.0;  // staging folder, barrier, the parts (a device's copied to host memory)
   };
   bool every_rank_sees(const std::filesystem::path& staging);  // collective
   void write(const Job& job);  // this rank's file; rank 0 also commits
-  void commit(const Job& job, const checkpoint::RankShard& own);
+  void write_async(Job job);   // on the writer thread: the copy of borrowed parts, then write
+  void commit(const Job& job, const checkpoint::RankShard& own, double write_s);
 
   const RunPlan& plan_;
   Rank& rank_;
@@ -54,6 +60,9 @@ class CheckpointSaver {
   bool explicit_ = false;  // the user asked for saves (every, or final set), not only final's default
   std::thread writer_;
   std::exception_ptr failure_;
+  std::future<void> copied_;  // an async save's copy of the state: set when taken
+  int64_t pending_step_ = 0;  // the async save whose hold-up of training is not yet reported
+  double pending_prepare_s_ = 0.0;
 };
 
 }  // namespace plait

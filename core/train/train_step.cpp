@@ -26,7 +26,7 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
   spoiled_rank_ = debug.get<int64_t>("nonfinite_rank");
 }
 
-StepOutcome StepRunner::run(int64_t step, int64_t updates) {
+StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {
   const auto start = std::chrono::steady_clock::now();
   StepOutcome out;
   const std::vector<Batch> batches = next_batches();
@@ -42,6 +42,7 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates) {
   // The global loss, this rank's share and the tokens are read with the gradient norm,
   // in the step's one read.
   const at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
+  before_update();
   out.result = rank_.dp.plugin->step({.step = updates + 1,
                                       .lr = out.lr,
                                       .grad_clip = grad_clip_,

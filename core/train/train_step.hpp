@@ -4,8 +4,9 @@
 // then the optimizer step, which the core withholds when the loss or the gradient norm
 // is not finite (data_parallel.hpp).
 #include <cstdint>
-#include <string>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "data/sampler.hpp"
@@ -30,7 +31,8 @@ class StepRunner {
  public:
   StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps);
   // `updates`: optimizer updates applied before this step (AdamW counts those).
-  StepOutcome run(int64_t step, int64_t updates);
+  // `before_update` runs between the backward and the optimizer's update.
+  StepOutcome run(int64_t step, int64_t updates, const std::function<void()>& before_update);
   // The data position, for checkpoints: the sampler's state, and it restored.
   std::string data_state() const { return sampler_->state(); }
   void restore_data(const std::string& state) { sampler_->restore(state); }

@@ -91,7 +91,7 @@ RunSummary train(const RunPlan& plan) {
   const int64_t steps = plan.config->table("train").get<int64_t>("steps");
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     reset_rank_memory_peak(rank->device);
-    const StepOutcome out = runner.run(step, guard.updates());
+    const StepOutcome out = runner.run(step, guard.updates(), [&] { saver.before_update(); });
     report.after_step(step, out, guard.skipped() + (out.result.applied ? 0 : 1));
     guard.after_step(step, out);
     summary.losses.push_back(out.loss);
