@@ -37,6 +37,12 @@ int plugins(const PluginsArgs& args);
 
 int models();
 
+struct BundlesArgs {
+  bool json = false;
+  std::string config;  // optional: adds its [bundles] paths
+};
+int bundles(const BundlesArgs& args);
+
 // plait --version: plait, LibTorch, the plugin API, CUDA and the communicators here.
 int version();
 

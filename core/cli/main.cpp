@@ -64,6 +64,8 @@ struct Commands {
   CheckArgs check;
   std::optional<std::string> tolerance;
   PluginsArgs plugins;
+  BundlesArgs bundles;
+  CLI::App* bundles_cmd = nullptr;
   ConfigArgs show;
   ScheduleArgs schedule;
   CheckpointArgs inspect_ckpt, verify_ckpt;
@@ -92,6 +94,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plugins_cmd = app.add_subcommand("plugins", "List the plugins found, and any refused");
   c.plugins_cmd->add_flag("--json", c.plugins.json, "Machine-readable output");
   c.models_cmd = app.add_subcommand("models", "List model families and sizes with parameter counts");
+  c.bundles_cmd = app.add_subcommand("bundles", "List the bundles `extends` can name, with what each sets");
+  c.bundles_cmd->add_option("config", c.bundles.config, "A config whose [bundles] paths to search too");
+  c.bundles_cmd->add_flag("--json", c.bundles.json, "Machine-readable output");
   auto* config_cmd = app.add_subcommand("config", "Inspect configs");
   config_cmd->require_subcommand(1);
   c.show_cmd = config_cmd->add_subcommand("show", "Print a config merged from its bundles and --set flags");
@@ -158,6 +163,7 @@ int dispatch(CLI::App& app, Commands& c) {
   }
   if (*c.plugins_cmd) return plugins(c.plugins);
   if (*c.models_cmd) return models();
+  if (*c.bundles_cmd) return bundles(c.bundles);
   if (*c.show_cmd) return config_show(c.show);
   if (*c.schedule_cmd) return schedule_show(c.schedule);
   if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);

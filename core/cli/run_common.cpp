@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/headeronly/version.h>
 
+#include "checkpoint/checkpoint_files.hpp"
 #include "cli/run_modes.hpp"
 #include "data/make_sampler.hpp"
 #include "log/logging.hpp"
@@ -60,6 +61,18 @@ std::string lock_text(const PreparedRun& prep) {
                  "\nflops_per_token = ", ConfigValue::of(flops_per_token(prep.model, seq_len)).to_toml(),
                  "\npeak_flops = ", ConfigValue::of(train.get<double>("peak_flops")).to_toml(),
                  "\nworld_size = ", prep.world_size, "\n");
+  // Every file read but the main config: the bundles (absolute: the lock may be read
+  // from anywhere), with what they held.
+  const std::vector<std::string>& files = prep.loaded.files;
+  std::vector<ConfigValue> bundles, sums;
+  for (std::size_t k = 0; k + 1 < files.size(); ++k) {
+    bundles.push_back(ConfigValue::of(fs::absolute(files[k]).lexically_normal().string()));
+    sums.push_back(ConfigValue::of(checkpoint::file_xxh3(files[k])));
+  }
+  if (!bundles.empty()) {
+    text += concat("bundles = ", ConfigValue::of(bundles).to_toml(), "\nbundle_xxh3 = ", ConfigValue::of(sums).to_toml(),
+                   "\n");
+  }
   return text;
 }
 

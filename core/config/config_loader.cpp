@@ -4,6 +4,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/bundle_path.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/abbreviate.hpp"
 
@@ -53,9 +54,10 @@ toml::table parse_or_throw(const fs::path& path, const std::string& shown) {
   }
 }
 
-// Collects `extends` entries as (absolute path, where it was written).
+// Collects `extends` entries as (absolute path, where it was written): a path relative
+// to the file, or a bundle's name looked for on the bundle path.
 std::vector<std::pair<fs::path, Source>> extends_of(const toml::table& root, const fs::path& file,
-                                                    const std::string& shown) {
+                                                    const std::string& shown, const std::vector<BundleDir>& dirs) {
   std::vector<std::pair<fs::path, Source>> out;
   const toml::node* node = root.get("extends");
   if (node == nullptr) return out;
@@ -65,7 +67,22 @@ std::vector<std::pair<fs::path, Source>> extends_of(const toml::table& root, con
       throw Error(where.describe() + ": extends takes file names (strings)",
                   "write extends = [\"bundle.toml\", ...]");
     }
-    fs::path target = file.parent_path() / *item.value<std::string>();
+    const std::string entry = *item.value<std::string>();
+    std::error_code ec;
+    // A bare name is a bundle's unless something by that name sits beside the file.
+    if (is_bundle_name(entry) && !fs::exists(file.parent_path() / entry, ec)) {
+      const auto found = find_bundle(entry, dirs);
+      if (!found) {
+        std::string searched;
+        for (const auto& d : dirs) searched += concat(searched.empty() ? "" : ", ", d.path.string(), " (", d.origin, ")");
+        throw Error(concat(where.describe(), ": extends names the bundle '", entry, "', which is in none of ", searched),
+                    "`plait bundles` lists the bundles; PLAIT_BUNDLE_PATH or [bundles] paths add folders, "
+                    "and a path (with / or .toml) names a file");
+      }
+      out.emplace_back(*found, where);
+      return;
+    }
+    fs::path target = file.parent_path() / entry;
     out.emplace_back(fs::absolute(target).lexically_normal(), where);
   };
   if (const toml::array* arr = node->as_array()) {
@@ -96,7 +113,7 @@ void flatten(const toml::table& root, const std::string& shown, ConfigTree& tree
 }
 
 ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::vector<std::string>& files,
-                     const Source* named_at) {
+                     const Source* named_at, const std::vector<BundleDir>& dirs) {
   const std::string shown = display_path(file);
   std::error_code ec;
   const fs::file_status status = fs::status(file, ec);
@@ -127,8 +144,8 @@ ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::ve
   stack.push_back(file);
   const toml::table root = parse_or_throw(file, shown);
   ConfigTree merged;
-  for (const auto& [base, where] : extends_of(root, file, shown)) {
-    merged.merge_from(load_file(base, stack, files, &where));
+  for (const auto& [base, where] : extends_of(root, file, shown, dirs)) {
+    merged.merge_from(load_file(base, stack, files, &where, dirs));
   }
   ConfigTree own;
   flatten(root, shown, own);
@@ -138,6 +155,8 @@ ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::ve
   return merged;
 }
 
+
+
 }  // namespace
 
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -145,9 +164,36 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
   out.path = path;
   std::vector<fs::path> stack;
   const fs::path file = fs::absolute(path).lexically_normal();
-  out.tree = load_file(file, stack, out.files, nullptr);
+  out.tree = load_file(file, stack, out.files, nullptr, bundle_dirs(config_bundle_dirs(file)));
   out.tree.set_main_file(display_path(file));
   for (const auto& assignment : overrides) apply_override(out.tree, assignment);
+  return out;
+}
+
+// The main config's [bundles] paths, relative to it (read before its extends are).
+std::vector<BundleDir> config_bundle_dirs(const fs::path& file) {
+  std::vector<BundleDir> out;
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return out;  // load_file says what is wrong with it
+  const std::string shown = display_path(file);
+  const toml::table root = parse_or_throw(file, shown);
+  const toml::node* paths = root.at_path("bundles.paths").node();
+  if (paths == nullptr) return out;
+  const toml::array* arr = paths->as_array();
+  if (arr == nullptr) {
+    throw Error(source_of(paths->source(), shown).describe() + ": bundles.paths takes a list of folders",
+                "write paths = [\"team-bundles\"]");
+  }
+  for (const auto& item : *arr) {
+    const Source where = source_of(item.source(), shown);
+    if (!item.is_string()) throw Error(where.describe() + ": bundles.paths takes folder names (strings)", "");
+    const fs::path dir = fs::absolute(file.parent_path() / *item.value<std::string>()).lexically_normal();
+    if (!fs::is_directory(dir, ec)) {
+      throw Error(concat(where.describe(), ": bundles.paths names ", display_path(dir), ", which is not a folder"),
+                  "paths in [bundles] paths are folders of bundles, relative to the config file");
+    }
+    out.push_back({dir, where.describe()});
+  }
   return out;
 }
 

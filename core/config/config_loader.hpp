@@ -1,9 +1,12 @@
 #pragma once
-// Reads a config: the file, the bundles it `extends` (recursively, relative to the file
-// that names them, cycles refused), then `--set table.key=value` overrides.
+// Reads a config: the file, the bundles it `extends` (recursively; a path relative to
+// the file that names it, or a bundle's name on the bundle path; cycles refused), then
+// `--set table.key=value` overrides.
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "config/bundle_path.hpp"
 #include "config/config_tree.hpp"
 
 namespace plait {
@@ -15,6 +18,9 @@ struct LoadedConfig {
 };
 
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// A config's [bundles] paths (absolute; each must be a folder), read from it alone.
+std::vector<BundleDir> config_bundle_dirs(const std::filesystem::path& file);
 
 // Parses one "table.key=value" into `tree`. The value is read as TOML; a value that is
 // not valid TOML is taken as a bare string (so --set model.size=124m works).

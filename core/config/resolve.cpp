@@ -10,6 +10,7 @@
 #include "schema_lock.hpp"
 #include "schema_model.hpp"
 #include "schema_parallel.hpp"
+#include "schema_bundles.hpp"
 #include "schema_plugins.hpp"
 #include "schema_train.hpp"
 #include "util/abbreviate.hpp"
@@ -24,6 +25,7 @@ const std::vector<TableSchema>& core_schemas() {
         {"train", schema_train_toml},         {"parallel", schema_parallel_toml},
         {"distributed", schema_distributed_toml},
         {"checkpoint", schema_checkpoint_toml}, {"plugins", schema_plugins_toml},
+        {"bundles", schema_bundles_toml},
         {"debug", schema_debug_toml},         {"lock", schema_lock_toml}};
     std::vector<TableSchema> out;
     for (const auto& [table, text] : texts) out.push_back(parse_schema(text, table, "core"));

@@ -12,7 +12,7 @@
 
 namespace plait {
 
-StepReporter::StepReporter(const RunPlan& plan, Rank& rank)
+StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
     : plan_(plan), rank_(rank), start_(std::chrono::steady_clock::now()) {
   const Options& train = plan.config->table("train");
   flops_per_token_ = flops_per_token(plan.model, resolve_seq_len(plan.config->table("data"), plan.model));
@@ -21,6 +21,10 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank)
   log_every_ = train.get<int64_t>("log_every");
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
+    if (train.get<bool>("tensorboard")) {
+      tensorboard_ =
+          std::make_unique<TensorBoardWriter>((std::filesystem::path(plan.out_dir) / "tb").string(), first_step);
+    }
   }
 }
 
@@ -65,6 +69,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   record["host_reads_by_step"] = reads_by_step_;      // this rank's, every step since the last record
   reads_by_step_.clear();
   if (metrics_) metrics_->write(record);
+  if (tensorboard_) tensorboard_->scalars(step, tensorboard_scalars(record));
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   core_log().info(format_progress({step, steps_, out.loss, out.lr, out.result.grad_norm, out.seconds * 1e3, tokens_per_s,
                                    figures.mfu, mem.peak_bytes, elapsed}));

@@ -10,6 +10,7 @@
 
 #include "metrics/metrics_writer.hpp"
 #include "metrics/step_record.hpp"
+#include "metrics/tensorboard_events.hpp"
 #include "train/rank.hpp"
 #include "train/train_step.hpp"
 
@@ -23,7 +24,8 @@ inline bool is_logged_step(int64_t step, int64_t log_every, int64_t steps) {
 
 class StepReporter {
  public:
-  StepReporter(const RunPlan& plan, Rank& rank);
+  // `first_step`: this run's first (after a resume, the checkpoint's step + 1).
+  StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step);
   // Collective over every rank (the per-rank figures are gathered).
   void after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps);
 
@@ -33,6 +35,7 @@ class StepReporter {
   const RunPlan& plan_;
   Rank& rank_;
   std::unique_ptr<MetricsWriter> metrics_;  // rank 0's
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0's, with [train] tensorboard
   double flops_per_token_ = 0.0, peak_flops_ = 1.0;
   int64_t steps_ = 0, log_every_ = 1;
   std::vector<int64_t> reads_by_step_;  // device-to-host reads of the steps not yet recorded

@@ -85,7 +85,7 @@ RunSummary train(const RunPlan& plan) {
   NonFiniteGuard guard(plan);
   TrainingProgress progress = resume(plan, *rank, runner, guard);
   CheckpointSaver saver(plan, *rank);
-  StepReporter report(plan, *rank);
+  StepReporter report(plan, *rank, progress.step + 1);
   RunSummary summary;
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = plan.config->table("train").get<int64_t>("steps");

@@ -58,11 +58,19 @@ TEST_CASE("models lists every family and size with its parameter count", "[cli]"
                            Contains("6738415616") && Contains("llama  70b"));
 }
 
+// A bundle is validated as a config that extends it with a small model of 4 blocks
+// (3d-megatron's interleaved schedule wants a block per virtual stage).
 TEST_CASE("every shipped config validates", "[cli]") {
+  TempDir dir;
   int checked = 0;
   for (const auto& entry : fs::recursive_directory_iterator(source_path("configs"))) {
     if (entry.path().extension() != ".toml") continue;
-    ProcessResult r = run_plait({"config", "validate", entry.path().string()});
+    std::string config = entry.path().string();
+    if (entry.path().parent_path().filename() == "bundles") {
+      config = write_file(dir / entry.path().filename(),
+                          "extends = [\"" + config + "\"]\n[model]\nn_layer = 4\n").string();
+    }
+    ProcessResult r = run_plait({"config", "validate", config});
     INFO(entry.path().string() << "\n" << r.output);
     CHECK(r.exit_code == 0);
     ++checked;
