@@ -191,13 +191,11 @@ void CheckpointReader::read_into(const std::string& name, const Region& region, 
       runs_of(entry.shape, region.flat, region.start, region.length, region.offsets, region.lengths);
   int64_t filled = 0;
   for (const TensorPart& part : entry.parts) {
-    const std::vector<ElementRun> held = runs_of(entry.shape, part.flat, part.start, part.length, part.offsets, part.lengths);
-    if (held.empty() || wanted.empty() || held.back().global + held.back().length <= wanted.front().global ||
-        wanted.back().global + wanted.back().length <= held.front().global) {
-      continue;
-    }
+    const std::vector<Overlap> pieces =
+        overlaps(runs_of(entry.shape, part.flat, part.start, part.length, part.offsets, part.lengths), wanted);
+    if (pieces.empty()) continue;  // its file is not even opened
     const StoredTensor& s = stored(part, entry, name);
-    for (const Overlap& o : overlaps(held, wanted)) {
+    for (const Overlap& o : pieces) {
       pread_into(part.file, into + o.to * esize, o.length * esize, s.begin + o.from * esize);
       filled += o.length;
     }

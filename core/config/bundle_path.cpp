@@ -1,25 +1,18 @@
 #include "config/bundle_path.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <set>
-#include <sstream>
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <toml++/toml.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/search_path.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path builtin_bundle_dir() {
-  const fs::path exe = boost::dll::program_location();
-  return (exe.parent_path().parent_path() / "share" / "plait" / "bundles").lexically_normal();
-}
 
 std::string first_comment_line(const fs::path& file) {
   std::ifstream in(file);
@@ -37,17 +30,12 @@ std::string first_comment_line(const fs::path& file) {
 }  // namespace
 
 std::vector<BundleDir> bundle_dirs(const std::vector<BundleDir>& from_config) {
-  std::vector<BundleDir> dirs{{builtin_bundle_dir(), "built-in"}};
-  if (const char* env = std::getenv("PLAIT_BUNDLE_PATH")) {
-    std::stringstream in(env);
-    std::string dir;
-    while (std::getline(in, dir, ':')) {
-      if (dir.empty()) continue;
-      std::error_code ec;
-      PLAIT_CHECK(fs::is_directory(dir, ec), concat("PLAIT_BUNDLE_PATH names ", dir, ", which is not a folder"),
-                  "PLAIT_BUNDLE_PATH is a ':'-separated list of folders of bundles (<name>.toml); fix or unset it");
-      dirs.push_back({fs::absolute(dir).lexically_normal(), "PLAIT_BUNDLE_PATH"});
-    }
+  std::vector<BundleDir> dirs{{install_prefix() / "share" / "plait" / "bundles", "built-in"}};
+  for (const std::string& dir : env_path_list("PLAIT_BUNDLE_PATH")) {
+    std::error_code ec;
+    PLAIT_CHECK(fs::is_directory(dir, ec), concat("PLAIT_BUNDLE_PATH names ", dir, ", which is not a folder"),
+                "PLAIT_BUNDLE_PATH is a ':'-separated list of folders of bundles (<name>.toml); fix or unset it");
+    dirs.push_back({fs::absolute(dir).lexically_normal(), "PLAIT_BUNDLE_PATH"});
   }
   dirs.insert(dirs.end(), from_config.begin(), from_config.end());
   return dirs;

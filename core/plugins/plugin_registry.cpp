@@ -1,16 +1,15 @@
 #include "plugins/plugin_registry.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <sstream>
 
-#include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include "plait/sdk/error.hpp"
 #include "util/did_you_mean.hpp"
+#include "util/search_path.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -69,20 +68,11 @@ bool PluginRecord::has_capability(const std::string& word) const {
   return std::find(capabilities.begin(), capabilities.end(), word) != capabilities.end();
 }
 
-std::string builtin_plugin_dir() {
-  const fs::path exe = boost::dll::program_location();
-  return (exe.parent_path().parent_path() / "lib" / "plait" / "plugins").lexically_normal().string();
-}
+std::string builtin_plugin_dir() { return (install_prefix() / "lib" / "plait" / "plugins").string(); }
 
 std::vector<SearchDir> default_search_dirs(const std::vector<SearchDir>& from_config) {
   std::vector<SearchDir> dirs{{builtin_plugin_dir(), "built-in"}};
-  if (const char* env = std::getenv("PLAIT_PLUGIN_PATH")) {
-    std::stringstream in(env);
-    std::string dir;
-    while (std::getline(in, dir, ':')) {
-      if (!dir.empty()) dirs.push_back({dir, "PLAIT_PLUGIN_PATH"});
-    }
-  }
+  for (const std::string& dir : env_path_list("PLAIT_PLUGIN_PATH")) dirs.push_back({dir, "PLAIT_PLUGIN_PATH"});
   dirs.insert(dirs.end(), from_config.begin(), from_config.end());
   return dirs;
 }
