@@ -84,4 +84,28 @@ struct ExportArgs {
 };
 int export_hf(const ExportArgs& args);
 
+// plait compare RUN... [--markdown FILE] [--html FILE]: runs side by side (config differences with
+// their origins, loss agreement, speed and its noise, step-time breakdown, memory,
+// communication).
+struct CompareArgs {
+  std::vector<std::string> runs;  // run folders, or sweep folders holding them
+  std::string markdown;           // also write the report as Markdown here
+  std::string html;               // ... and as one self-contained HTML page here
+};
+int compare(const CompareArgs& args);
+
+// plait sweep CONFIG --vary KEY=V1,V2 [--vary ...] [--repeats R] [--steps N]: every
+// combination checked first (the refused ones skipped with their reason), each valid one
+// run R times (repeats interleaved) into its own folder under one sweep folder, then
+// the compare report of the runs that finished. Ctrl-C stops after the running one.
+struct SweepArgs {
+  std::string config;
+  std::vector<std::string> vary;
+  std::vector<std::string> sets;  // --set, applied to every run
+  int repeats = 1;
+  std::optional<int64_t> steps;
+  std::optional<std::string> out;  // the sweep folder; default runs/sweep-<config>-<time>
+};
+int sweep(const SweepArgs& args);
+
 }  // namespace plait::cli

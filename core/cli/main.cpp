@@ -71,6 +71,11 @@ struct Commands {
   CheckpointArgs inspect_ckpt, verify_ckpt;
   CLI::App *inspect_ckpt_cmd = nullptr, *verify_ckpt_cmd = nullptr;
   ExportArgs export_args;
+  CompareArgs compare_args;
+  CLI::App* compare_cmd = nullptr;
+  SweepArgs sweep_args;
+  std::optional<std::string> sweep_steps, sweep_repeats;
+  CLI::App* sweep_cmd = nullptr;
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
   CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
@@ -123,6 +128,19 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.verify_ckpt_cmd = checkpoint_cmd->add_subcommand("verify", "Check every file's size and checksum");
   c.verify_ckpt_cmd->add_option("path", c.verify_ckpt.path, "Checkpoint, folder of checkpoints, or run folder")
       ->required();
+  c.compare_cmd = app.add_subcommand("compare", "Compare runs: config differences, loss agreement, speed, time, memory");
+  c.compare_cmd->add_option("runs", c.compare_args.runs, "Two or more run folders, or a sweep folder")->required();
+  c.compare_cmd->add_option("--markdown", c.compare_args.markdown, "Also write the report as Markdown to this file");
+  c.compare_cmd->add_option("--html", c.compare_args.html,
+                            "Also write the report as one self-contained HTML page (inline SVG charts) to this file");
+  c.sweep_cmd = app.add_subcommand("sweep", "Run every combination of some settings, then compare the runs");
+  c.sweep_cmd->add_option("config", c.sweep_args.config, "The config every run starts from")->required();
+  c.sweep_cmd->add_option("--vary", c.sweep_args.vary, "KEY=V1,V2,...: a setting and the values to try (repeatable)")
+      ->required();
+  c.sweep_cmd->add_option("--set", c.sweep_args.sets, "table.key=value for every run (repeatable)");
+  c.sweep_cmd->add_option("--repeats", c.sweep_repeats, "Runs of each combination, interleaved (default 1)");
+  c.sweep_cmd->add_option("--steps", c.sweep_steps, "Steps of each run (default: the config's)");
+  c.sweep_cmd->add_option("--out", c.sweep_args.out, "The sweep folder (default runs/sweep-<config>-<time>)");
   c.export_cmd = app.add_subcommand("export", "Write a checkpoint's weights as a Hugging Face model folder");
   c.export_cmd->add_option("path", c.export_args.path, "Checkpoint, folder of checkpoints, or run folder")->required();
   c.export_cmd->add_option("--hf", c.export_args.hf, "The folder to write (must not exist or be empty)")->required();
@@ -168,6 +186,12 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.schedule_cmd) return schedule_show(c.schedule);
   if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
   if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
+  if (*c.compare_cmd) return compare(c.compare_args);
+  if (*c.sweep_cmd) {
+    c.sweep_args.steps = integer_flag("--steps", c.sweep_steps, 1, int64_t{1} << 53);
+    c.sweep_args.repeats = static_cast<int>(integer_flag("--repeats", c.sweep_repeats, 1, 1000).value_or(1));
+    return sweep(c.sweep_args);
+  }
   if (*c.export_cmd) {
     if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) c.export_args.shard_mb = *mb;
     return export_hf(c.export_args);

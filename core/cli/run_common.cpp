@@ -52,10 +52,11 @@ void warn_on_lock_drift(const PreparedRun& prep) {
 std::string lock_text(const PreparedRun& prep) {
   const Options& train = prep.config->table("train");
   const int64_t seq_len = resolve_seq_len(prep.config->table("data"), prep.model);
-  std::string text = concat("# config.lock.toml: the resolved config of this run, every default filled in.\n",
+  std::string text = concat("# config.lock.toml: the resolved config of this run, every default filled in, each\n",
+                            "# value followed by where it came from (plait compare reads these).\n",
                             "# Written by plait ", PLAIT_VERSION, " at ", utc_now(), " from ", prep.loaded.path,
                             ".\n# Run it again with: plait run <this file>\n\n");
-  text += prep.config->to_toml(/*provenance=*/false);
+  text += prep.config->to_toml(/*provenance=*/true);
   text += concat("\n[lock]\nplait_version = \"", PLAIT_VERSION, "\"\ntorch_version = \"", TORCH_VERSION,
                  "\"\nparams = ", closed_form_params(prep.model),
                  "\nflops_per_token = ", ConfigValue::of(flops_per_token(prep.model, seq_len)).to_toml(),

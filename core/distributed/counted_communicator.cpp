@@ -3,33 +3,69 @@
 #include <cstdio>
 
 #include "plait/sdk/error.hpp"
+#include "timing/phase_clock.hpp"
+#include "timing/trace_recorder.hpp"
 #include "util/human_bytes.hpp"
 
 namespace plait {
 namespace {
 
+// An operation issued while a traced step runs: what its trace event needs at completion.
+struct TracedOp {
+  TraceRecorder* recorder = nullptr;
+  uint64_t collective = 0;  // its async event, for a collective
+  bool p2p = false, is_send = false;
+  int from = 0, to = 0, tag = 0;  // global ranks, message tag
+  std::string name;
+  nlohmann::json args;
+  TraceRecorder::Clock::time_point issued;
+
+  // Once, when the operation is seen complete.
+  void done() {
+    if (recorder == nullptr) return;
+    const auto now = TraceRecorder::Clock::now();
+    if (p2p) {
+      recorder->transfer(is_send, from, to, tag, name, std::move(args), issued, now);
+    } else {
+      recorder->collective_done(collective, now);
+    }
+    recorder = nullptr;
+  }
+};
+
 class CountedWork final : public Work {
  public:
-  CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string description, bool on_cpu)
-      : inner_(std::move(inner)), id_(id), stats_(stats), description_(std::move(description)), on_cpu_(on_cpu) {}
+  CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string key, std::string description,
+              bool on_cpu, TracedOp traced)
+      : inner_(std::move(inner)), id_(id), stats_(stats), key_(std::move(key)), description_(std::move(description)),
+        on_cpu_(on_cpu), traced_(std::move(traced)) {}
+  ~CountedWork() override { traced_.done(); }
 
   bool is_completed() override {
     const bool done = inner_->is_completed();
-    if (done) stats_.complete(id_, inner_->device_seconds());
+    if (done) {
+      stats_.complete(id_, inner_->device_seconds());
+      traced_.done();
+    }
     return done;
   }
-  // The host's time in here is the exposed time; on a GPU the operation may still be
-  // running when it returns, and the stats keep it until the device says it is done.
+  // The host's time in here is the exposed time (the step's comm_exposed phase, unless
+  // a phase that absorbs it is open: a pipeline's wait for its peer is idle time); on a
+  // GPU the operation may still be running when it returns, and the stats keep it until
+  // the device says it is done.
   void wait(std::chrono::milliseconds timeout) override {
+    const PhaseScope exposed(Phase::comm_exposed, key_);
     const auto started = std::chrono::steady_clock::now();
     try {
       inner_->wait(timeout);
     } catch (const std::exception& e) {
       stats_.complete(id_);
+      traced_.done();
       throw Error(concat(description_, " failed: ", e.what()),
                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
     }
     const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    traced_.done();  // what the host saw: on a GPU the kernel may still run
     // A CPU operation is done when its wait returns, whatever its Work says (gloo's
     // reduce-scatter reports itself incomplete for a while after).
     if (on_cpu_) {
@@ -47,15 +83,18 @@ class CountedWork final : public Work {
   std::shared_ptr<Work> inner_;
   uint64_t id_;
   CommStats& stats_;
+  std::string key_;  // "<axis>.<op>"
   std::string description_;
   bool on_cpu_;
+  TracedOp traced_;
 };
 
 class CountedCommunicator final : public Communicator {
  public:
-  CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, CommStats& stats,
-                      bool on_cpu)
-      : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), stats_(stats), on_cpu_(on_cpu) {}
+  CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, std::vector<int> ranks,
+                      CommStats& stats, bool on_cpu)
+      : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), ranks_(std::move(ranks)),
+        stats_(stats), on_cpu_(on_cpu) {}
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -74,10 +113,10 @@ class CountedCommunicator final : public Communicator {
     return run("broadcast", bytes(t), o.tag, [&] { return inner_->broadcast(t, o); });
   }
   std::shared_ptr<Work> send(const at::Tensor& t, const PointToPointOptions& o) override {
-    return run("send", bytes(t), o.tag, [&] { return inner_->send(t, o); });
+    return run("send", bytes(t), o.tag, [&] { return inner_->send(t, o); }, &o);
   }
   std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
-    return run("recv", bytes(t), o.tag, [&] { return inner_->recv(t, o); });
+    return run("recv", bytes(t), o.tag, [&] { return inner_->recv(t, o); }, &o);
   }
   // Each operation of the group is counted as its own, all issued by the one call.
   std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
@@ -100,7 +139,7 @@ class CountedCommunicator final : public Communicator {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const bool is_send = ops[k].kind == PointToPoint::Kind::send;
       works.push_back(run(is_send ? "send" : "recv", bytes(ops[k].tensor), ops[k].options.tag,
-                          [&] { return issued[k]; }));
+                          [&] { return issued[k]; }, &ops[k].options));
     }
     return works;
   }
@@ -111,8 +150,33 @@ class CountedCommunicator final : public Communicator {
  private:
   static int64_t bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel() * t.element_size()); }
 
+  // A traced step's operation: its trace event begins at issue (a collective) or is
+  // written at completion (a send or receive, with both ends' global ranks).
+  TracedOp trace(const char* op, int64_t payload, const OpTag& tag, const PointToPointOptions* p2p) const {
+    TracedOp t;
+    t.recorder = TraceRecorder::recording();
+    if (t.recorder == nullptr) return t;
+    t.issued = TraceRecorder::Clock::now();
+    t.name = concat(op, " ", group_);
+    t.args = {{"op", op},           {"bytes", payload},     {"group", group_},      {"axis", axis_},
+              {"plugin", tag.plugin}, {"phase", tag.phase}, {"unit", tag.unit},     {"microbatch", tag.microbatch}};
+    if (p2p != nullptr) {
+      const int me = ranks_.at(static_cast<std::size_t>(inner_->rank()));
+      const int peer = ranks_.at(static_cast<std::size_t>(p2p->peer));
+      t.p2p = true;
+      t.is_send = std::string_view(op) == "send";
+      t.from = t.is_send ? me : peer;
+      t.to = t.is_send ? peer : me;
+      t.tag = p2p->tag_id;
+    } else {
+      t.collective = t.recorder->collective(t.name, t.args, t.issued);
+    }
+    return t;
+  }
+
   template <class Issue>
-  std::shared_ptr<Work> run(const char* op, int64_t payload, const OpTag& tag, Issue&& issue) {
+  std::shared_ptr<Work> run(const char* op, int64_t payload, const OpTag& tag, Issue&& issue,
+                            const PointToPointOptions* p2p = nullptr) {
     const std::string description =
         concat(op, " of ", human_bytes(payload), " on group ", group_, " for ", describe_tag(tag));
     std::shared_ptr<Work> work;
@@ -130,11 +194,13 @@ class CountedCommunicator final : public Communicator {
                                        auto w = weak.lock();
                                        return !w || w->is_completed();
                                      });
-    return std::make_shared<CountedWork>(std::move(work), id, stats_, description, on_cpu_);
+    return std::make_shared<CountedWork>(std::move(work), id, stats_, concat(axis_, ".", op), description, on_cpu_,
+                                         trace(op, payload, tag, p2p));
   }
 
   std::shared_ptr<Communicator> inner_;
   std::string axis_, group_;
+  std::vector<int> ranks_;
   CommStats& stats_;
   bool on_cpu_;
 };
@@ -142,9 +208,10 @@ class CountedCommunicator final : public Communicator {
 }  // namespace
 
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
-                                           std::string group_name, CommStats& stats, const std::string& device) {
-  return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), stats,
-                                               device.rfind("cpu", 0) == 0);
+                                           std::string group_name, std::vector<int> ranks, CommStats& stats,
+                                           const std::string& device) {
+  return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), std::move(ranks),
+                                               stats, device.rfind("cpu", 0) == 0);
 }
 
 }  // namespace plait

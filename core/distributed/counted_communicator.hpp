@@ -4,15 +4,18 @@
 // Plugins cannot forget to count: the core hands out only wrapped communicators.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "distributed/comm_stats.hpp"
 #include "plait/sdk/communicator.hpp"
 
 namespace plait {
 
-// `device`: the group's ("cpu", "cuda:1"); on the CPU an operation is done when its
-// wait returns, on a GPU it may still be running.
+// `ranks`: the group's members as global ranks (a trace's send and receive name both
+// ends by them). `device`: the group's ("cpu", "cuda:1"); on the CPU an operation is
+// done when its wait returns, on a GPU it may still be running.
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
-                                           std::string group_name, CommStats& stats, const std::string& device);
+                                           std::string group_name, std::vector<int> ranks, CommStats& stats,
+                                           const std::string& device);
 
 }  // namespace plait

@@ -53,7 +53,8 @@ std::shared_ptr<Communicator> World::connect(const std::string& axis, const std:
     throw Error(concat("rank ", rank(), " could not set up communicator group ", name, ": ", e.what()),
                 "check that every rank started and can reach the others (firewall, interface)");
   }
-  return make_counted(std::move(inner), axis, name, stats_, spec.device);
+  group_info_.push_back({name, axis, inner->backend(), ranks});
+  return make_counted(std::move(inner), axis, name, ranks, stats_, spec.device);
 }
 
 Communicator* World::subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members) {

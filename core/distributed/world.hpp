@@ -47,6 +47,12 @@ class World {
   // The same, as the SDK's GroupMaker for one axis; null when the axis has one member.
   GroupMaker* group_maker(Axis axis);
   JobStore* store() { return store_.get(); }
+  // Every group this rank belongs to, as it was connected (for traces' distributedInfo).
+  struct GroupInfo {
+    std::string name, axis, backend;
+    std::vector<int> ranks;  // global
+  };
+  const std::vector<GroupInfo>& groups() const { return group_info_; }
 
  private:
   World(Mesh mesh) : mesh_(std::move(mesh)) {}
@@ -59,6 +65,7 @@ class World {
   std::shared_ptr<Communicator> groups_[3];
   std::shared_ptr<Communicator> all_;
   std::vector<std::shared_ptr<Communicator>> subgroups_;
+  std::vector<GroupInfo> group_info_;
   std::unique_ptr<GroupMaker> makers_[3];
   // What connect() needs after join().
   CommBackend* backend_ = nullptr;

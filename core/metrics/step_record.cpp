@@ -10,8 +10,7 @@ double comm_bus_bytes(const CommStats::Drained& comm) {
   return bytes;
 }
 
-nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine, const CommStats::Drained& comm,
-                                   const std::vector<RankFigures>& ranks) {
+nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine, const CommStats::Drained& comm) {
   const double tokens_per_s = static_cast<double>(f.tokens) / f.step_s;
   nlohmann::ordered_json record = {
       {"step", f.step},
@@ -27,7 +26,9 @@ nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine
       {"mem_bytes", f.mem_bytes},
       {"host_mem_bytes", f.host_mem_bytes},
   };
-  for (const auto& [key, value] : mine) record[key] = value;
+  for (const auto& [key, value] : mine) {
+    if (!is_sparse_figure(key) || value != 0.0) record[key] = json_number(value);
+  }
   double seconds = 0.0, exposed = 0.0;
   nlohmann::ordered_json per_op = nlohmann::json::object();
   for (const auto& [key, c] : comm.by_op) {
@@ -44,13 +45,6 @@ nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine
   record["comm_exposed_ms"] = exposed * 1e3;
   record["comm"] = per_op;
   record["comm_bytes_by"] = comm.bus_bytes_by_caller;
-  nlohmann::ordered_json every = nlohmann::json::array();
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    nlohmann::ordered_json one = {{"rank", static_cast<int64_t>(r)}};
-    for (const auto& [key, value] : ranks[r]) one[key] = value;
-    every.push_back(std::move(one));
-  }
-  record["ranks"] = std::move(every);
   return record;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/comm_stats.hpp"
+#include "metrics/rank_summary.hpp"
 
 namespace plait {
 
@@ -25,13 +26,9 @@ struct StepFigures {
   int64_t mem_bytes = 0, host_mem_bytes = 0;
 };
 
-// Figures that differ by rank (sharded state, memory, pipeline timing), in record order.
-using RankFigures = std::vector<std::pair<std::string, int64_t>>;
-
-// The record: the step's figures, this rank's `mine` at the top level, the
-// communication counters, and `ranks`: every rank's figures (one object each).
-nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine, const CommStats::Drained& comm,
-                                   const std::vector<RankFigures>& ranks);
+// The record: the step's figures, this rank's `mine` at the top level, and the
+// communication counters. The reporter adds the figures of every rank.
+nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine, const CommStats::Drained& comm);
 
 // The bus bytes of a step's communication (nccl-tests' counting).
 double comm_bus_bytes(const CommStats::Drained& comm);

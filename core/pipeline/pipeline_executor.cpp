@@ -10,6 +10,9 @@
 #include "pipeline/schedule_check.hpp"
 #include "pipeline/transfer_groups.hpp"
 #include "plait/sdk/error.hpp"
+#include "pipeline/chrome_trace.hpp"
+#include "timing/phase_clock.hpp"
+#include "timing/trace_recorder.hpp"
 
 namespace plait {
 namespace {
@@ -53,7 +56,10 @@ class StepPlay {
         ++k;
       }
     }
-    for (auto& [work, tensor] : sends_) work->wait();
+    if (!sends_.empty()) {
+      const PhaseScope idle(Phase::pipeline_idle);  // until the next stage has taken what this one sent
+      for (auto& [work, tensor] : sends_) work->wait();
+    }
     barrier("pipeline-end");
     out_.span_s = seconds_since(t0_);
     return std::move(out_);
@@ -81,13 +87,14 @@ class StepPlay {
       x.requires_grad_(true);
       inputs_[key] = x;
     }
+    const PhaseScope timed(Phase::forward);
     const auto started = Clock::now();
     const int64_t before = rank_memory(s_.device).current_bytes;
     at::Tensor h = x;
     {
       AutocastScope autocast(s_.precision, s_.device.type());
       DropoutScope samples(DropoutStream{s_.seed, batch.first_sample});
-      for (std::size_t u : s_.units_of.at(a.stage)) h = s_.model->units[u].unit->forward(h);
+      for (std::size_t u : s_.units_of.at(a.stage)) h = forward_unit(u, a, h);
     }
     if (a.stage == s_.spec.stages() - 1) {
       if (requests_.keep_first_logits && a.microbatch == 0) out_.first_logits = s_.factory->whole_logits(h.detach());
@@ -104,12 +111,20 @@ class StepPlay {
     record(a, started);
   }
 
+  at::Tensor forward_unit(std::size_t u, const Action& a, const at::Tensor& h) {
+    const UnitSlot& slot = s_.model->units[u];
+    if (TraceRecorder::recording() == nullptr) return slot.unit->forward(h);
+    const TraceSpan span("unit", concat(short_label(a, s_.spec), " ", slot.prefix.empty() ? "unit" : slot.prefix));
+    return slot.unit->forward(h);
+  }
+
   void backward(const Action& a, std::size_t k) {
     const Key key{a.stage, a.microbatch};
     at::Tensor grad;
     if (a.stage != s_.spec.stages() - 1) grad = take(grads_in_, key, ActionType::recv_grad);
     const MicrobatchInfo mb{backward_index_++, backwards_};
     const bool last_of_stage = last_backward_of_.at(a.stage) == k;
+    const PhaseScope timed(Phase::backward);
     if (s_.tied) s_.tied->before_backward(a.stage, last_of_stage);
     const auto started = Clock::now();
     s_.dp->before_microbatch(mb);
@@ -178,13 +193,17 @@ class StepPlay {
     PendingRecv r = std::move(it->second);
     from.erase(it);
     const auto waited = Clock::now();
-    r.work->wait();
+    {
+      const PhaseScope idle(Phase::pipeline_idle);
+      r.work->wait();
+    }
     record({recv, key.first, key.second}, waited);
     return r.buffer;
   }
 
   void barrier(const char* phase) {
     if (s_.pp_group == nullptr || !requests_.time_span) return;
+    const PhaseScope idle(Phase::pipeline_idle);
     CommOptions o;
     o.tag = {"core", phase, "", -1};
     s_.pp_group->barrier(o)->wait();
@@ -204,10 +223,14 @@ class StepPlay {
     return at::empty({ids.size(0), positions, s_.hidden}, at::TensorOptions().dtype(s_.activation_dtype).device(s_.device));
   }
 
+  // A forward, a backward or a wait for a receive, on the trace of a traced step.
   void record(const Action& a, Clock::time_point started) {
-    if (!requests_.keep_timeline) return;
-    auto us = [&](Clock::time_point t) { return std::chrono::duration<double, std::micro>(t - t0_).count(); };
-    out_.timeline.push_back({a, us(started), us(Clock::now())});
+    TraceRecorder* trace = TraceRecorder::recording();
+    if (trace == nullptr) return;
+    const bool compute = a.type == ActionType::forward || a.type == ActionType::backward;
+    trace->span(TraceTrack::compute, compute ? short_label(a, s_.spec) : concat("wait ", action_name(a.type)),
+                compute ? action_name(a.type) : "wait", started, Clock::now(),
+                {{"stage", a.stage}, {"microbatch", a.microbatch}});
   }
 
   const ExecutorSetup& s_;

@@ -36,27 +36,18 @@ struct ExecutorSetup {
   uint64_t seed = 0;                             // the run's: keys the dropout masks with the samples' ids
 };
 
-// One action as it ran on this rank, in microseconds from the step's pipeline start:
-// forwards and backwards, and, as recv_activation / recv_grad, the waits for a receive.
-struct RanAction {
-  Action action;
-  double start_us = 0.0, end_us = 0.0;
-};
-
 struct ScheduleOutcome {
   at::Tensor loss_sum;           // sum of token losses, float64 on the device; 0 on ranks without the last stage
   int64_t activation_bytes = 0;  // most bytes held at once by forwards awaiting their backward
   double busy_s = 0.0;           // in forwards and backwards
   double span_s = 0.0;           // from every pipeline rank's start to every rank's end
   at::Tensor first_logits;       // microbatch 0's whole logits, when asked for and this rank has the last stage
-  std::vector<RanAction> timeline;  // when asked for (a traced step)
 };
 
 struct StepRequests {
   // Collective over the tensor-parallel group (vocabulary slices are gathered): every tp
   // rank of the last stage passes the same.
   bool keep_first_logits = false;
-  bool keep_timeline = false;
   // Barriers over the pipeline group around the schedule, so that every stage's span is
   // the same interval and the bubble is comparable: only on steps whose figures are
   // recorded, since each stalls the device stream.

@@ -83,16 +83,24 @@ void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& m
   }
   const Options& debug = config.table("debug");
   const int64_t steps = config.table("train").get<int64_t>("steps");
-  for (const char* key : {"pipeline_trace", "nonfinite_step"}) {
+  for (const int64_t step : debug.get<std::vector<int64_t>>("trace_steps")) {
+    PLAIT_CHECK(step >= 1 && step <= steps,
+                concat(debug.where("trace_steps"), ": [debug] trace_steps names step ", step, ", which ",
+                       step < 1 ? "is not a step (steps count from 1)" : concat("is past the run's last step (", steps, ")")),
+                concat("choose steps from 1 to ", steps));
+  }
+  for (const char* key : {"nonfinite_step"}) {
     PLAIT_CHECK(debug.get<int64_t>(key) <= steps,
                 concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is past the run's last step (",
                        steps, "): it would never happen"),
                 concat("choose a step from 1 to ", steps, ", or 0 for none"));
   }
-  PLAIT_CHECK(debug.get<int64_t>("nonfinite_rank") < mesh.world(),
-              concat(debug.where("nonfinite_rank"), ": [debug] nonfinite_rank = ", debug.get<int64_t>("nonfinite_rank"),
-                     " is not a rank of this job (", mesh.world(), " ranks)"),
-              concat("choose a rank from 0 to ", mesh.world() - 1));
+  for (const char* key : {"nonfinite_rank", "slow_rank"}) {
+    PLAIT_CHECK(debug.get<int64_t>(key) < mesh.world(),
+                concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is not a rank of this job (",
+                       mesh.world(), " ranks)"),
+                concat("choose a rank from 0 to ", mesh.world() - 1));
+  }
 }
 
 }  // namespace plait

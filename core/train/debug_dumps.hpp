@@ -1,7 +1,7 @@
 #pragma once
 // [debug] output, kept out of the training step: step 1's inputs, targets and logits
-// (dump_logits), the whole gradients after step 1's backward (dump_grads), and one
-// step's measured timeline of every rank (pipeline_trace).
+// (dump_logits) and the whole gradients after step 1's backward (dump_grads). Traces of
+// steps ([debug] trace_steps) are the step tracer's.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +27,6 @@ class DebugDumps {
   bool logits_holder_ = false;  // the last stage's first dp rank (its tp ranks gather the logits)
   bool logits_writer_ = false;  // ... and its first tp rank
   bool dump_logits_ = false, dump_grads_ = false;
-  int64_t trace_step_ = 0;
 };
 
 }  // namespace plait

@@ -1,5 +1,6 @@
 #include "train/step_report.hpp"
 
+#include <cmath>
 #include <filesystem>
 
 #include <ATen/ATen.h>
@@ -19,6 +20,9 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
   peak_flops_ = train.get<double>("peak_flops");
   steps_ = train.get<int64_t>("steps");
   log_every_ = train.get<int64_t>("log_every");
+  phase_timing_ = train.get<bool>("phase_timing");
+  const std::string rank_metrics = train.get<std::string>("rank_metrics");
+  keep_ranks_ = rank_metrics == "all" || (rank_metrics == "auto" && plan.world->size() <= kRanksKeptByDefault);
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
     if (train.get<bool>("tensorboard")) {
@@ -28,6 +32,27 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
   }
 }
 
+namespace {
+
+// Every axis and operation a rank can wait in, so that every rank's figures line up.
+constexpr const char* kAxes[] = {"world", "dp", "pp", "tp"};
+constexpr const char* kOps[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send", "recv", "barrier"};
+
+void add_time(RankFigures& figures, const PhaseTimes& t) {
+  for (std::size_t p = 0; p < kPhaseCount; ++p) {
+    figures.emplace_back(concat("time.", phase_name(static_cast<Phase>(p)), "_ms"), t.seconds[p] * 1e3);
+  }
+  for (const char* axis : kAxes) {
+    for (const char* op : kOps) {
+      const std::string key = concat(axis, ".", op);
+      const auto it = t.comm_s.find(key);
+      figures.emplace_back(concat("time.comm_exposed.", key, "_ms"), it == t.comm_s.end() ? 0.0 : it->second * 1e3);
+    }
+  }
+}
+
+}  // namespace
+
 void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps) {
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
@@ -35,35 +60,43 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   const MemoryStats mem = rank_memory(rank_.device);
   const StateBytes state = rank_.dp.plugin->state_bytes();
   const CommStats::Drained comm = plan_.world->stats().drain();
-  const double tokens_per_s = static_cast<double>(out.tokens) / out.seconds;
+  const double step_s = out.time.total_s;
+  const double tokens_per_s = static_cast<double>(out.tokens) / step_s;
   const StepFigures figures{
       .step = step,
       .loss = out.loss,
       .lr = out.lr,
       .grad_norm = out.result.grad_norm,
       .tokens = out.tokens,
-      .step_s = out.seconds,
+      .step_s = step_s,
       .mfu = flops_per_token_ * tokens_per_s / peak_flops_,
       .skipped = !out.result.applied,
       .skipped_steps = skipped_steps,
       .mem_bytes = mem.current_bytes,
       .host_mem_bytes = mem.host_current_bytes,
   };
-  // What each rank holds differs under sharding: rank 0 records its own, and every
-  // rank's under "ranks".
-  const RankFigures mine = {
+  // What each rank holds differs under sharding, and so does its time: rank 0 records
+  // its own at the top level, every rank's summarised (and listed, where kept).
+  RankFigures mine = {
       {"param_bytes", state.params},           {"grad_bytes", state.grads},
       {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
       {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
       {"peak_mem_bytes", mem.peak_bytes},      {"peak_reserved_mem_bytes", mem.peak_reserved_bytes},
       {"peak_host_mem_bytes", mem.host_peak_bytes},
       {"activation_bytes", out.schedule.activation_bytes},
-      {"pipeline_busy_us", static_cast<int64_t>(out.schedule.busy_s * 1e6)},
-      {"pipeline_span_us", static_cast<int64_t>(out.schedule.span_s * 1e6)},
+      {"pipeline_busy_us", std::round(out.schedule.busy_s * 1e6)},
+      {"pipeline_span_us", std::round(out.schedule.span_s * 1e6)},
   };
+  if (phase_timing_) add_time(mine, out.time);
   RankFigures with_comm = mine;
-  with_comm.emplace_back("comm_bytes", static_cast<int64_t>(comm_bus_bytes(comm)));
-  nlohmann::ordered_json record = step_record(figures, mine, comm, every_rank(with_comm));
+  with_comm.emplace_back("step_ms", step_s * 1e3);
+  with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
+  nlohmann::ordered_json record = step_record(figures, mine, comm);
+  const std::vector<RankFigures> ranks = at_rank_zero(with_comm);
+  if (!ranks.empty()) {
+    record["ranks_summary"] = rank_summary(ranks);
+    if (keep_ranks_) record["ranks"] = rank_records(ranks);
+  }
   for (const auto& [key, value] : rank_.metrics.drain()) record[key] = value;
   reads_by_step_.back() += rank_.host_reads.take();  // the gathered figures
   record["host_reads_by_step"] = reads_by_step_;      // this rank's, every step since the last record
@@ -71,30 +104,46 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   if (metrics_) metrics_->write(record);
   if (tensorboard_) tensorboard_->scalars(step, tensorboard_scalars(record));
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  core_log().info(format_progress({step, steps_, out.loss, out.lr, out.result.grad_norm, out.seconds * 1e3, tokens_per_s,
+  core_log().info(format_progress({step, steps_, out.loss, out.lr, out.result.grad_norm, step_s * 1e3, tokens_per_s,
                                    figures.mfu, mem.peak_bytes, elapsed}));
 }
 
-// Every rank's figures, gathered over all ranks so that rank 0's metrics.jsonl holds
-// them. Its few bytes are counted in the next step's traffic.
-std::vector<RankFigures> StepReporter::every_rank(const RankFigures& mine) {
-  std::vector<int64_t> numbers;
+// Every rank's figures, on rank 0 only (empty elsewhere): each other rank sends its
+// numbers straight to rank 0, so no rank but 0 does more as the job grows, and nothing
+// is exchanged between the steps that are not recorded. Its bytes are counted in the
+// next record's traffic.
+std::vector<RankFigures> StepReporter::at_rank_zero(const RankFigures& mine) {
+  std::vector<double> numbers;
   for (const auto& f : mine) numbers.push_back(f.second);
-  at::Tensor local = at::tensor(numbers, at::TensorOptions().dtype(at::kLong)).to(rank_.device);
+  const auto options = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor local = at::tensor(numbers, options);
   at::Tensor all = local;
-  if (Communicator* everyone = plan_.world->all()) {
-    all = at::empty({local.numel() * everyone->size()}, local.options());
-    CommOptions o;
+  Communicator* everyone = plan_.world->all();
+  if (everyone != nullptr) {
+    const int me = everyone->rank(), n = everyone->size();
+    std::vector<PointToPoint> ops;
+    PointToPointOptions o;
     o.tag = {"core", "rank-report", "", -1};
-    everyone->all_gather(all, local, o)->wait();
+    if (me == 0) {
+      all = at::empty({n, local.numel()}, options.device(rank_.device));
+      all[0].copy_(local);
+      for (int r = 1; r < n; ++r) {
+        o.peer = r;
+        ops.push_back({PointToPoint::Kind::recv, all[r], o});
+      }
+    } else {
+      o.peer = 0;
+      ops.push_back({PointToPoint::Kind::send, local.to(rank_.device), o});
+    }
+    for (const auto& work : everyone->batch_p2p(ops)) work->wait();
+    if (me != 0) return {};
+    all = rank_.host_reads.read(all, "rank report");
   }
-  all = rank_.host_reads.read(all, "rank report");
-  const auto* values = all.data_ptr<int64_t>();
+  all = all.contiguous();
+  const auto* values = all.data_ptr<double>();
   std::vector<RankFigures> out(static_cast<std::size_t>(all.numel() / local.numel()));
   for (std::size_t r = 0; r < out.size(); ++r) {
-    for (std::size_t i = 0; i < mine.size(); ++i) {
-      out[r].emplace_back(mine[i].first, values[r * mine.size() + i]);
-    }
+    for (std::size_t i = 0; i < mine.size(); ++i) out[r].emplace_back(mine[i].first, values[r * mine.size() + i]);
   }
   return out;
 }

@@ -1,8 +1,10 @@
 #pragma once
-// What a step is reported as: one record in metrics.jsonl (every rank's figures gathered
-// to rank 0, which writes it) and one progress line, every [train] log_every steps (and
-// at the last step and any skipped one); the run status after every step. Communication
-// and plugin figures in a record cover the steps since the one before.
+// What a step is reported as: one record in metrics.jsonl (every rank's figures sent to
+// rank 0, which writes them summarised across ranks, and each rank's where [train]
+// rank_metrics keeps them) and one progress line, every [train] log_every steps (and at
+// the last step and any skipped one); the run status after every step. Communication
+// and plugin figures in a record cover the steps since the one before; its time
+// breakdown (time.<phase>_ms) is the step's own.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -26,11 +28,14 @@ class StepReporter {
  public:
   // `first_step`: this run's first (after a resume, the checkpoint's step + 1).
   StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step);
-  // Collective over every rank (the per-rank figures are gathered).
+  // On recorded steps every rank sends its figures to rank 0.
   void after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps);
 
+  // [train] rank_metrics = "auto" keeps every rank's record up to this many ranks.
+  static constexpr int kRanksKeptByDefault = 8;
+
  private:
-  std::vector<RankFigures> every_rank(const RankFigures& mine);
+  std::vector<RankFigures> at_rank_zero(const RankFigures& mine);
 
   const RunPlan& plan_;
   Rank& rank_;
@@ -38,6 +43,7 @@ class StepReporter {
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0's, with [train] tensorboard
   double flops_per_token_ = 0.0, peak_flops_ = 1.0;
   int64_t steps_ = 0, log_every_ = 1;
+  bool phase_timing_ = true, keep_ranks_ = true;
   std::vector<int64_t> reads_by_step_;  // device-to-host reads of the steps not yet recorded
   std::chrono::steady_clock::time_point start_;
 };

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <ATen/ATen.h>
 
 #include "data/make_sampler.hpp"
+#include "timing/phase_clock.hpp"
 #include "train/step_report.hpp"
 
 namespace plait {
@@ -24,16 +26,24 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
   const Options& debug = plan.config->table("debug");
   spoiled_step_ = debug.get<int64_t>("nonfinite_step");
   spoiled_rank_ = debug.get<int64_t>("nonfinite_rank");
+  if (debug.get<int64_t>("slow_rank") == plan.world->rank()) slow_ms_ = debug.get<double>("slow_ms");
 }
 
 StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {
-  const auto start = std::chrono::steady_clock::now();
   StepOutcome out;
-  const std::vector<Batch> batches = next_batches();
-  // The loss of a step is normalised by the tokens of the whole global batch.
-  const at::Tensor tokens = global_tokens(batches);
+  std::vector<Batch> batches;
+  at::Tensor tokens;  // the loss of a step is normalised by the tokens of the whole global batch
+  {
+    const PhaseScope timed(Phase::data);
+    batches = next_batches();
+    tokens = global_tokens(batches);
+  }
+  if (slow_ms_ > 0.0) {  // [debug] slow_ms: a straggler's extra compute
+    const PhaseScope timed(Phase::forward);
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
+  }
   StepRequests requests = dumps_.requests(step);
-  requests.time_span = requests.keep_timeline || is_logged_step(step, log_every_, steps_);
+  requests.time_span = is_logged_step(step, log_every_, steps_);
   out.schedule = rank_.executor->run(batches, tokens, requests);
   dumps_.after_schedule(step, batches, out.schedule);
   at::Tensor loss_here = out.schedule.loss_sum;
@@ -42,7 +52,11 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   // The global loss, this rank's share and the tokens are read with the gradient norm,
   // in the step's one read.
   const at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
-  before_update();
+  {
+    const PhaseScope timed(Phase::checkpoint);
+    before_update();
+  }
+  const PhaseScope timed(Phase::optimizer);
   out.result = rank_.dp.plugin->step({.step = updates + 1,
                                       .lr = out.lr,
                                       .grad_clip = grad_clip_,
@@ -52,7 +66,6 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   out.loss_finite_here = std::isfinite(out.result.loss_figures.at(1));
   out.tokens = static_cast<int64_t>(out.result.loss_figures.at(2));
   if (out.result.applied) rank_.tied->after_step(*rank_.dp.plugin);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "data/sampler.hpp"
 #include "pipeline/pipeline_executor.hpp"
+#include "timing/phase_clock.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/lr_schedule.hpp"
 #include "train/rank.hpp"
@@ -24,7 +25,9 @@ struct StepOutcome {
   double lr = 0.0;
   StepResult result;              // norm, and whether the update was applied
   ScheduleOutcome schedule;       // this rank's activation bytes and timing
-  double seconds = 0.0;
+  // The step's interval, from the end of the step before (its report and checkpoint
+  // included) to the end of this one's update, by phase (timing/phase_clock.hpp).
+  PhaseTimes time;
 };
 
 class StepRunner {
@@ -53,6 +56,7 @@ class StepRunner {
   int64_t log_every_ = 1, steps_ = 0;
   double grad_clip_ = 0.0;
   int64_t spoiled_step_ = 0, spoiled_rank_ = 0;  // [debug] nonfinite_step / nonfinite_rank
+  double slow_ms_ = 0.0;                          // [debug] slow_ms, on slow_rank
 };
 
 }  // namespace plait

@@ -13,12 +13,14 @@
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
+#include "timing/phase_clock.hpp"
 #include "train/checkpoint_saver.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/nonfinite_guard.hpp"
 #include "train/rank.hpp"
 #include "train/resume.hpp"
 #include "train/step_report.hpp"
+#include "train/step_tracer.hpp"
 #include "train/train_step.hpp"
 
 namespace plait {
@@ -86,13 +88,22 @@ RunSummary train(const RunPlan& plan) {
   TrainingProgress progress = resume(plan, *rank, runner, guard);
   CheckpointSaver saver(plan, *rank);
   StepReporter report(plan, *rank, progress.step + 1);
+  StepTracer tracer(plan);
   RunSummary summary;
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = plan.config->table("train").get<int64_t>("steps");
+  PhaseClock clock;  // consecutive steps' intervals touch: a save or a report is in the next step's time
+  if (plan.config->table("train").get<bool>("phase_timing")) clock.install();
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     reset_rank_memory_peak(rank->device);
-    const StepOutcome out = runner.run(step, guard.updates(), [&] { saver.before_update(); });
-    report.after_step(step, out, guard.skipped() + (out.result.applied ? 0 : 1));
+    tracer.before(step);
+    StepOutcome out = runner.run(step, guard.updates(), [&] { saver.before_update(); });
+    out.time = clock.lap();
+    {
+      const PhaseScope timed(Phase::metrics);
+      report.after_step(step, out, guard.skipped() + (out.result.applied ? 0 : 1));
+    }
+    tracer.after(step);
     guard.after_step(step, out);
     summary.losses.push_back(out.loss);
     progress = {.step = step,
@@ -100,7 +111,10 @@ RunSummary train(const RunPlan& plan) {
                 .skipped = guard.skipped(),
                 .samples = progress.samples + runner.samples_per_step(),
                 .tokens = progress.tokens + out.tokens};
-    if (saver.due(step)) saver.save(progress, runner.data_state());
+    if (saver.due(step)) {
+      const PhaseScope timed(Phase::checkpoint);
+      saver.save(progress, runner.data_state());
+    }
   }
   saver.finish();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

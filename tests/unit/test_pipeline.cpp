@@ -1,7 +1,7 @@
 // The core's pipeline pieces: stage partitioning (balanced and overridden), the schedule
 // checker (each rule, and a hang found before launch), `plait schedule show`, the
-// refusals at launch, the measured activation memory of 1F1B against GPipe, and the
-// measured timeline of a step.
+// refusals at launch, and the measured activation memory of 1F1B against GPipe (the
+// measured timeline of a step is test_trace.cpp's).
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -242,37 +242,3 @@ TEST_CASE("1F1B's activation memory is bounded by p microbatches, GPipe's grows 
   }
 }
 
-// [debug] pipeline_trace: the step's measured timeline, every rank in one Chrome trace:
-// each rank's forwards and backwards in its schedule's order, its waits for receives,
-// and compute time that adds up to the pipeline_busy_us it reports in metrics.jsonl.
-TEST_CASE("a step's measured pipeline timeline is written as one Chrome trace for every rank", "[pipeline]") {
-  TempDir dir;
-  ProcessResult r = run_quickstart(dir / "run", 3, {"parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1",
-                                                    "train.grad_accum=4", "debug.pipeline_trace=2"});
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  const auto trace = nlohmann::json::parse(read_file(dir / "run" / "pipeline-trace.json"));
-  std::map<int, std::string> order;  // rank -> "F0 F1 B0 ..."
-  std::map<int, double> busy_us;
-  std::map<int, int> waits;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] != "X") continue;
-    const int rank = e["tid"].get<int>();
-    if (e["cat"] == "wait") {
-      ++waits[rank];
-      continue;
-    }
-    order[rank] += e["name"].get<std::string>() + " ";
-    busy_us[rank] += e["dur"].get<double>();
-  }
-  CHECK(order[0] == "F0 F1 B0 F2 B1 F3 B2 B3 ");
-  CHECK(order[1] == "F0 B0 F1 B1 F2 B2 F3 B3 ");
-  CHECK(waits[0] == 4);  // the gradient of each microbatch
-  CHECK(waits[1] == 4);  // each activation
-  const auto step2 = read_metrics(dir / "run")[1];
-  for (int rank = 0; rank < 2; ++rank) {
-    const double reported = step2["ranks"][rank]["pipeline_busy_us"].get<double>();
-    INFO("rank " << rank << ": trace " << busy_us[rank] << " us, metrics " << reported << " us");
-    CHECK(busy_us[rank] == Approx(reported).epsilon(0.01));
-  }
-}

@@ -1,0 +1,23 @@
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "compare/comparison.hpp"
+#include "compare/report_html.hpp"
+#include "compare/report_sections.hpp"
+#include "run/run_folder.hpp"
+
+namespace plait::cli {
+
+int compare(const CompareArgs& args) {
+  std::vector<compare::RunRecord> runs;
+  for (const auto& dir : compare::expand_run_folders(args.runs)) runs.push_back(compare::load_run(dir));
+  const compare::Comparison c = compare::compare_runs(std::move(runs));
+  const std::vector<compare::Section> sections = compare::report_sections(c);
+  std::cout << compare::render_terminal(sections);
+  if (!args.markdown.empty()) write_file_atomically(args.markdown, compare::render_markdown(sections));
+  if (!args.html.empty()) write_file_atomically(args.html, compare::render_html(c, sections));
+  return 0;
+}
+
+}  // namespace plait::cli

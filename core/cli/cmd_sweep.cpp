@@ -1,0 +1,161 @@
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/run_modes.hpp"
+#include "compare/comparison.hpp"
+#include "compare/report_html.hpp"
+#include "compare/report_sections.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/launch_plan.hpp"
+#include "run/run_folder.hpp"
+#include "run/run_status.hpp"
+#include "run/subprocess.hpp"
+#include "sweep/sweep_plan.hpp"
+
+namespace plait::cli {
+namespace fs = std::filesystem;
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) { g_interrupted = true; }
+
+// SIGINT and SIGTERM set the flag and interrupt the wait for the running child (no
+// SA_RESTART), which run_command passes on to it.
+void catch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+struct Outcome {
+  sweep::Combination combination;
+  std::string refused;  // the one-sentence reason it was skipped before launch
+};
+
+// Each combination checked as `plait run` would check it, before anything starts.
+std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector<sweep::Combination>& all,
+                                        const fs::path& folder) {
+  std::vector<Outcome> out;
+  for (const auto& c : all) {
+    RunArgs run{.config = args.config, .sets = args.sets, .steps = args.steps};
+    run.sets.insert(run.sets.end(), c.sets.begin(), c.sets.end());
+    run.out = (folder / c.name).string();
+    Outcome o{c, ""};
+    try {
+      const LaunchRequest request = launch_request(run);
+      const PreparedRun prep = prepare_run(run.config, run.overrides(), known_world(request));
+      plan_launch(prep, request);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      o.refused = what.substr(0, what.find('\n'));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<std::string> run_argv(const SweepArgs& args, const sweep::Combination& c, const fs::path& out) {
+  std::vector<std::string> argv = {boost::dll::program_location().string(), "run", args.config, "--out", out.string()};
+  for (const auto& s : args.sets) argv.insert(argv.end(), {"--set", s});
+  for (const auto& s : c.sets) argv.insert(argv.end(), {"--set", s});
+  if (args.steps) argv.insert(argv.end(), {"--steps", std::to_string(*args.steps)});
+  return argv;
+}
+
+nlohmann::ordered_json sweep_record(const SweepArgs& args, const std::vector<Outcome>& outcomes,
+                                    const nlohmann::ordered_json& runs) {
+  nlohmann::ordered_json j = {{"config", args.config}, {"vary", args.vary}, {"repeats", args.repeats},
+                              {"combinations", nlohmann::json::array()}, {"runs", runs}};
+  for (const auto& o : outcomes) {
+    j["combinations"].push_back({{"name", o.combination.name},
+                                 {"sets", o.combination.sets},
+                                 {"refused", o.refused.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.refused)}});
+  }
+  return j;
+}
+
+}  // namespace
+
+int sweep(const SweepArgs& args) {
+  std::vector<sweep::Variation> variations;
+  for (const auto& v : args.vary) variations.push_back(sweep::parse_vary(v));
+  PLAIT_CHECK(!variations.empty(), "plait sweep needs at least one --vary KEY=V1,V2,...",
+              "for example --vary parallel.data=ddp,zero,fsdp");
+  // --out, or runs/sweep-<config>-<time>.
+  const fs::path folder = args.out ? fs::path(*args.out) : [&] {
+    const fs::path run = choose_run_folder("", args.config);
+    return run.parent_path() / ("sweep-" + run.filename().string());
+  }();
+  check_run_folder(folder.string());
+  const std::vector<Outcome> outcomes = check_combinations(args, sweep::combinations(variations), folder);
+  std::vector<sweep::Combination> kept;
+  for (const auto& o : outcomes) {
+    if (o.refused.empty()) {
+      kept.push_back(o.combination);
+    } else {
+      std::cout << "skipped " << o.combination.name << ": " << o.refused << "\n";
+    }
+  }
+  const auto order = sweep::run_order(kept, args.repeats);
+  std::cout << "sweep: " << outcomes.size() << " combinations, " << kept.size() << " valid, " << order.size()
+            << " runs into " << folder.string() << "\n";
+  create_run_folder(folder.string());
+  fs::create_directories(folder / "logs");
+  catch_interrupts();
+  nlohmann::ordered_json runs = nlohmann::json::array();
+  std::vector<std::string> finished;
+  for (std::size_t i = 0; i < order.size() && !g_interrupted; ++i) {
+    const auto& planned = order[i];
+    const fs::path out = folder / planned.folder;
+    const auto start = std::chrono::steady_clock::now();
+    std::cout << "[" << i + 1 << "/" << order.size() << "] " << planned.folder << " ... " << std::flush;
+    const int code = run_command(run_argv(args, kept[planned.combination], out), (folder / "logs" / (planned.folder + ".log")).string(),
+                                 &g_interrupted);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto status = read_run_status(out.string());
+    const std::string state = code == 0 ? "finished" : g_interrupted ? "interrupted" : "failed";
+    std::cout << state << " in " << seconds << " s";
+    if (code != 0 && status && !status->reason.empty()) std::cout << ": " << status->reason;
+    std::cout << "\n";
+    runs.push_back({{"folder", planned.folder}, {"combination", kept[planned.combination].name},
+                    {"repeat", planned.repeat}, {"state", state}, {"exit_code", code}, {"seconds", seconds}});
+    if (code == 0) finished.push_back(out.string());
+    write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
+  }
+  write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
+  if (g_interrupted) std::cout << "sweep interrupted: the report covers the " << finished.size() << " runs that finished\n";
+  if (finished.size() < 2) {
+    std::cout << "fewer than two runs finished: no comparison\n";
+    return g_interrupted ? 130 : (finished.size() == order.size() ? 0 : 1);
+  }
+  std::vector<compare::RunRecord> records;
+  for (const auto& dir : finished) records.push_back(compare::load_run(dir));
+  const compare::Comparison c = compare::compare_runs(std::move(records));
+  std::vector<compare::Section> sections = compare::report_sections(c);
+  compare::Section skipped{"Skipped before launch", {}, {}};
+  for (const auto& o : outcomes) {
+    if (!o.refused.empty()) skipped.sentences.push_back(concat(o.combination.name, ": ", o.refused));
+  }
+  if (skipped.sentences.empty()) skipped.sentences.push_back("None: every combination was valid.");
+  sections.insert(sections.begin(), skipped);
+  std::cout << "\n" << compare::render_terminal(sections);
+  write_file_atomically((folder / "report.md").string(), compare::render_markdown(sections));
+  write_file_atomically((folder / "report.html").string(), compare::render_html(c, sections));
+  std::cout << "report: " << (folder / "report.md").string() << " and report.html\n";
+  if (g_interrupted) return 130;
+  return finished.size() == order.size() ? 0 : 1;
+}
+
+}  // namespace plait::cli

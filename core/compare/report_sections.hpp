@@ -1,0 +1,31 @@
+#pragma once
+// A comparison as sections of sentences and tables, the content every report format
+// shares: the terminal and Markdown lay these out as they are, the HTML page adds charts.
+#include <string>
+#include <vector>
+
+#include "compare/comparison.hpp"
+
+namespace plait::compare {
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+struct Section {
+  std::string title;
+  std::vector<std::string> sentences;  // before the tables
+  std::vector<Table> tables;
+};
+
+std::vector<Section> report_sections(const Comparison& c);
+
+// The sentence that answers "are these runs equivalent?".
+std::string loss_verdict(const Comparison& c);
+
+// Renderings of the sections: aligned columns for a terminal; GitHub Markdown.
+std::string render_terminal(const std::vector<Section>& sections);
+std::string render_markdown(const std::vector<Section>& sections);
+
+}  // namespace plait::compare

@@ -1,0 +1,130 @@
+#include "compare/run_record.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+#include <toml++/toml.h>
+
+#include "plait/sdk/error.hpp"
+#include "run/run_status.hpp"
+
+namespace plait::compare {
+namespace fs = std::filesystem;
+namespace {
+
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+// A value as the lock file writes it (its own text, not reformatted), and the comment
+// after it on its line: where the value came from.
+Setting setting_of(const toml::node& node, const std::vector<std::string>& lines) {
+  const auto& begin = node.source().begin;
+  const auto& end = node.source().end;
+  if (begin.line == 0 || end.line != begin.line || end.line > lines.size()) return {"?", ""};
+  const std::string& line = lines[end.line - 1];
+  const std::size_t from = std::min<std::size_t>(begin.column - 1, line.size());
+  const std::size_t to = std::min<std::size_t>(end.column > 0 ? end.column - 1 : 0, line.size());
+  const std::size_t hash = line.find('#', to);
+  return {trim(line.substr(from, to - from)), hash == std::string::npos ? "" : trim(line.substr(hash + 1))};
+}
+
+void read_lock(RunRecord& run, const fs::path& file) {
+  toml::table lock;
+  try {
+    lock = toml::parse_file(file.string());
+  } catch (const toml::parse_error& e) {
+    throw Error(concat(file.string(), ":", e.source().begin.line, ": not a lock file plait can read: ", e.description()),
+                "compare reads the config.lock.toml that plait run writes into the run folder");
+  }
+  const std::vector<std::string> lines = lines_of(file);
+  for (const auto& [table_key, table_node] : lock) {
+    const std::string table(table_key.str());
+    const toml::table* t = table_node.as_table();
+    if (t == nullptr) continue;
+    if (table == "lock") {
+      const auto* paths = t->get_as<toml::array>("bundles");
+      const auto* sums = t->get_as<toml::array>("bundle_xxh3");
+      for (std::size_t i = 0; paths != nullptr && i < paths->size(); ++i) {
+        const auto sum = sums != nullptr && i < sums->size() ? (*sums)[i].value<std::string>() : std::nullopt;
+        run.bundles.push_back({(*paths)[i].value_or(std::string()), sum.value_or("")});
+      }
+      run.world_size = t->get("world_size") ? t->get("world_size")->value_or<int64_t>(1) : 1;
+      run.flops_per_token = t->get("flops_per_token") ? t->get("flops_per_token")->value_or(0.0) : 0.0;
+      continue;
+    }
+    for (const auto& [key, node] : *t) {
+      run.settings[table + "." + std::string(key.str())] = setting_of(node, lines);
+    }
+  }
+}
+
+void read_metrics(RunRecord& run, const fs::path& file) {
+  std::ifstream in(file);
+  PLAIT_CHECK(in.good(), concat(run.dir, ": no metrics.jsonl (the run recorded no step)"),
+              "compare runs that trained at least one step");
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    try {
+      run.metrics.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception& e) {
+      // A run killed while writing leaves its last line short: that line is dropped.
+      if (in.peek() == EOF) break;
+      throw Error(concat(file.string(), ":", line_no, ": not a JSON record: ", e.what()), "");
+    }
+  }
+  PLAIT_CHECK(!run.metrics.empty(), concat(file.string(), ": no step recorded"), "compare runs that trained at least one step");
+}
+
+}  // namespace
+
+RunRecord load_run(const std::string& dir) {
+  const fs::path folder(dir);
+  PLAIT_CHECK(fs::is_directory(folder), concat(dir, ": no such run folder"), "pass run folders that plait run wrote");
+  PLAIT_CHECK(fs::exists(folder / "config.lock.toml"), concat(dir, ": no config.lock.toml, so not a plait run folder"),
+              "pass run folders that plait run wrote (or a sweep folder that holds them)");
+  RunRecord run;
+  run.dir = dir;
+  run.name = folder.lexically_normal().filename().string();
+  if (run.name.empty()) run.name = folder.lexically_normal().parent_path().filename().string();
+  read_lock(run, folder / "config.lock.toml");
+  read_metrics(run, folder / "metrics.jsonl");
+  if (const auto status = read_run_status(dir)) {
+    run.state = status->state;
+    run.reason = status->reason;
+  }
+  return run;
+}
+
+std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    if (fs::exists(fs::path(p) / "config.lock.toml") || !fs::is_directory(p)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> inside;
+    for (const auto& e : fs::directory_iterator(p)) {
+      if (e.is_directory() && fs::exists(e.path() / "config.lock.toml")) inside.push_back(e.path().string());
+    }
+    PLAIT_CHECK(!inside.empty(), concat(p, ": neither a run folder nor a folder of runs (no config.lock.toml in it or its folders)"),
+                "pass run folders that plait run wrote, or the folder plait sweep wrote");
+    std::sort(inside.begin(), inside.end());
+    out.insert(out.end(), inside.begin(), inside.end());
+  }
+  return out;
+}
+
+}  // namespace plait::compare

@@ -1,0 +1,42 @@
+#pragma once
+// What `plait compare` reads of a run folder: its resolved config with where each value
+// came from (config.lock.toml, whose values carry their origin as a trailing comment),
+// the bundles it read with their checksums, its metrics records and its status.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace plait::compare {
+
+struct Setting {
+  std::string value;   // as TOML writes it
+  std::string origin;  // "configs/run.toml:3:1", "--set train.lr=1e-3", "default", or "" when the lock has none
+};
+
+struct BundleRead {
+  std::string path;
+  std::string xxh3;
+};
+
+struct RunRecord {
+  std::string dir;
+  std::string name;                        // the folder's name, made unique among the runs compared
+  std::map<std::string, Setting> settings; // "table.key" -> setting, [lock] left out
+  std::vector<BundleRead> bundles;
+  std::vector<nlohmann::json> metrics;     // one per recorded step
+  std::string state;                       // status.json's state ("finished", "failed", ...), or ""
+  std::string reason;                      // why it failed
+  int64_t world_size = 1;
+  double flops_per_token = 0.0;
+};
+
+// Reads a run folder; fails naming the folder and the file that is missing or malformed.
+RunRecord load_run(const std::string& dir);
+
+// The run folders named: each folder that holds a config.lock.toml, or else each
+// folder inside it that does (a sweep folder), in name order.
+std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths);
+
+}  // namespace plait::compare

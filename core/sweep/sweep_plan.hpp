@@ -1,0 +1,38 @@
+#pragma once
+// What `plait sweep` runs: the product of its --vary flags (KEY=V1,V2,...), each
+// combination as --set flags and a folder name, repeated R times with the repeats
+// interleaved (every combination once, then again), so that a machine's slow minute
+// falls on several combinations instead of one.
+#include <string>
+#include <vector>
+
+namespace plait::sweep {
+
+struct Variation {
+  std::string key;                  // "parallel.data"
+  std::vector<std::string> values;  // "ddp", "zero", "fsdp"
+};
+
+// `--vary KEY=V1,V2`: commas inside brackets or quotes do not split ("[1,2],[3,4]").
+// Fails naming the flag when the key is not table.key or a value is empty.
+Variation parse_vary(const std::string& flag);
+
+struct Combination {
+  std::vector<std::string> sets;  // "parallel.data=zero", ...
+  std::string name;               // "data-zero_stage-3": folder-safe, unique in the sweep
+};
+
+// Every combination, the first variation's values changing slowest. Fails when a key is
+// varied twice.
+std::vector<Combination> combinations(const std::vector<Variation>& variations);
+
+struct PlannedRun {
+  std::size_t combination = 0;
+  int repeat = 0;      // from 1
+  std::string folder;  // name inside the sweep folder: "<combination>" or "<combination>.r<repeat>"
+};
+
+// Repeats interleaved: combination 0..n-1 of repeat 1, then of repeat 2, ...
+std::vector<PlannedRun> run_order(const std::vector<Combination>& kept, int repeats);
+
+}  // namespace plait::sweep

@@ -1,0 +1,89 @@
+#pragma once
+// Where a step's time goes. The thread that trains installs a PhaseClock; code on that
+// thread opens PhaseScopes around what it does (a forward, a wait for a collective, the
+// optimizer step). A scope's time is exclusive: what a nested scope took is charged to
+// it, not to the scope around it, so the phases of an interval add up to its length,
+// with `other` the time outside every scope. Waits inside an absorbing phase (pipeline
+// idle, a checkpoint, the metrics report, data loading) stay that phase's. Scopes opened
+// on any other thread, or with no clock installed, cost a thread-local read and time
+// nothing.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace plait {
+
+enum class Phase : uint8_t {
+  forward,        // forward compute (a pipeline's units, the loss)
+  backward,       // backward compute, recomputation included
+  comm_exposed,   // blocked in a collective's or a transfer's wait, by "<axis>.<op>"
+  pipeline_idle,  // waiting for another pipeline stage: receives, the step's last sends, span barriers
+  optimizer,      // the data plugin's step: norm, update, its own state traffic's compute
+  data,           // drawing the step's batches
+  checkpoint,     // saving, and an async save's copy the update waits for
+  metrics,        // reporting a step: gathering the ranks' figures, writing records
+  other,          // the rest of the interval
+};
+inline constexpr std::size_t kPhaseCount = 9;
+// "forward", "comm_exposed", ...: the <phase> of time.<phase>_ms.
+const char* phase_name(Phase phase);
+
+// One interval's time by phase, in seconds.
+struct PhaseTimes {
+  double total_s = 0.0;
+  std::array<double, kPhaseCount> seconds{};
+  std::map<std::string, double, std::less<>> comm_s;  // comm_exposed by "<axis>.<op>"
+  int64_t scopes = 0;                                 // scopes timed (the clock's own cost is per scope)
+  double of(Phase p) const { return seconds[static_cast<std::size_t>(p)]; }
+};
+
+class PhaseClock {
+ public:
+  PhaseClock();  // the first interval starts now
+  ~PhaseClock();
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+  // Makes this the calling thread's clock, until destroyed.
+  void install();
+  // The interval since the last lap (or construction) by phase; the next starts now.
+  // Scopes still open are charged from here on.
+  PhaseTimes lap();
+
+ private:
+  friend class PhaseScope;
+  using Clock = std::chrono::steady_clock;
+  struct Open {
+    Phase phase;
+    std::string_view comm_key;
+    Clock::time_point start;
+    double nested_s;  // what scopes inside it took
+  };
+  bool absorbing() const;
+  void open(Phase phase, std::string_view comm_key);
+  void close();
+
+  std::vector<Open> open_;
+  PhaseTimes times_;
+  Clock::time_point lap_start_;
+  bool installed_ = false;
+};
+
+// Times its lifetime as `phase` on this thread's clock. `comm_key` (with comm_exposed)
+// must outlive the scope.
+class PhaseScope {
+ public:
+  explicit PhaseScope(Phase phase, std::string_view comm_key = {});
+  ~PhaseScope();
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  PhaseClock* clock_ = nullptr;
+};
+
+}  // namespace plait

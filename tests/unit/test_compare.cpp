@@ -1,0 +1,126 @@
+// plait compare: quartiles and the noise rule on made-up runs, then real runs: two
+// equivalent strategies (ddp and zero 3) said to be equivalent with their speed ratio,
+// and two learning rates said to diverge, at the step they do, naming the key.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "compare/comparison.hpp"
+#include "compare/report_sections.hpp"
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A run of `step_ms` per step (losses 5, 4, 3, ... times `loss_scale`).
+compare::RunRecord made_up(const std::string& name, const std::vector<double>& step_ms, double loss_scale = 1.0) {
+  compare::RunRecord r;
+  r.dir = "/runs/" + name;
+  r.name = name;
+  r.settings["train.dtype"] = {"\"float64\"", "default"};
+  r.settings["train.lr"] = {"0.001", "run.toml:3:1"};
+  for (std::size_t i = 0; i < step_ms.size(); ++i) {
+    r.metrics.push_back({{"step", i + 1},
+                         {"loss", (5.0 - static_cast<double>(i)) * loss_scale},
+                         {"step_ms", step_ms[i]},
+                         {"tokens_per_s", 1000.0 / step_ms[i]},
+                         {"mfu", 0.01},
+                         {"ranks", {{{"rank", 0}, {"step_ms", step_ms[i]}, {"time.forward_ms", step_ms[i] / 2},
+                                     {"time.other_ms", step_ms[i] / 2}}}}});
+  }
+  return r;
+}
+
+std::string report_of(const std::vector<std::string>& dirs) {
+  const ProcessResult r = run_plait([&] {
+    std::vector<std::string> args{"compare"};
+    args.insert(args.end(), dirs.begin(), dirs.end());
+    return args;
+  }());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return r.output;
+}
+
+}  // namespace
+
+TEST_CASE("quartiles interpolate between the sorted values", "[compare]") {
+  const compare::Spread s = compare::spread_of({4, 1, 3, 2, 5});
+  CHECK(s.median == 3.0);
+  CHECK(s.q1 == 2.0);
+  CHECK(s.q3 == 4.0);
+  const compare::Spread even = compare::spread_of({10, 20, 30, 40});
+  CHECK(even.median == 25.0);
+  CHECK(even.q1 == 17.5);
+  CHECK(even.q3 == 32.5);
+}
+
+TEST_CASE("a speed difference inside the step times' spread is called noise, outside it faster", "[compare]") {
+  const std::vector<double> base = {50, 10, 11, 12, 10, 11, 12, 10, 11, 12};
+  auto noisy = compare::compare_runs({made_up("a", base), made_up("b", {50, 10.5, 11.5, 12, 10, 11, 11.5, 10, 11, 12})});
+  CHECK(noisy.warmup_steps == 1);  // the first record (50 ms) is left out
+  CHECK(noisy.figures[1].speed.verdict == "within noise");
+  const std::string text = compare::render_terminal(compare::report_sections(noisy));
+  CHECK_THAT(text, Contains("it is not a measured difference"));
+  auto faster = compare::compare_runs({made_up("a", base), made_up("b", {50, 5, 5.5, 6, 5, 5.5, 6, 5, 5.5, 6})});
+  CHECK(faster.figures[1].speed.verdict == "faster");
+  CHECK(faster.figures[1].speed.ratio == Approx(2.0).epsilon(0.05));
+  CHECK_THROWS_WITH(compare::compare_runs({made_up("a", base)}), Contains("compare needs two or more runs; got 1"));
+}
+
+TEST_CASE("losses that part say at which step, by how much, and which settings differ", "[compare]") {
+  compare::RunRecord b = made_up("b", {10, 10, 10}, 1.0);
+  b.metrics[2]["loss"] = 3.0 * (1 + 1e-6);
+  b.settings["train.lr"] = {"0.002", "--set train.lr=0.002"};
+  const auto c = compare::compare_runs({made_up("a", {10, 10, 10}), b});
+  CHECK(c.loss.first_divergent == 3);
+  CHECK(compare::loss_verdict(c) ==
+        "Not equivalent: the losses diverge at step 3 (relative difference 1.00e-06 > 1.00e-10, float64 (plait check's "
+        "default)); largest 1.00e-06 over 3 common steps. What differs: train.lr.");
+  REQUIRE(c.differences.size() == 1);
+  CHECK(c.differences[0].per_run[1].origin == "--set train.lr=0.002");
+}
+
+TEST_CASE("compare: ddp and zero 3 are equivalent with a speed ratio, and two learning rates diverge at step 2",
+          "[compare]") {
+  TempDir dir;
+  const std::vector<std::string> common = {"train.warmup_steps=0"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), common.begin(), common.end());
+    return extra;
+  };
+  REQUIRE(run_quickstart(dir / "ddp", 8, with({})).exit_code == 0);
+  REQUIRE(run_quickstart(dir / "zero3", 8, with({"parallel.data=zero", "zero.stage=3"})).exit_code == 0);
+  REQUIRE(run_quickstart(dir / "lr", 8, with({"train.lr=1e-3"})).exit_code == 0);
+
+  const std::string same = report_of({(dir / "ddp").string(), (dir / "zero3").string()});
+  CHECK_THAT(same, Contains("Equivalent: every loss agrees within 1.00e-05 (float32 (plait check's default)) over 8 "
+                            "common steps"));
+  CHECK_THAT(same, Contains("parallel.data  \"ddp\" (" + source_path("configs/quickstart.toml") + ":21:1)") ||
+                       Contains("parallel.data  \"ddp\" (configs/quickstart.toml:21:1)"));
+  CHECK_THAT(same, Contains("\"zero\" (--set parallel.data=zero)"));
+  CHECK_THAT(same, Contains("zero.stage"));
+  CHECK_THAT(same, Contains("(baseline)"));
+  CHECK_THAT(same, Contains("Where the time goes") && Contains("comm_exposed"));
+
+  const ProcessResult md =
+      run_plait({"compare", (dir / "ddp").string(), (dir / "lr").string(), "--markdown", (dir / "r.md").string()});
+  INFO(md.output);
+  REQUIRE(md.exit_code == 0);
+  CHECK_THAT(md.output, Contains("Not equivalent: the losses diverge at step 2 (relative difference"));
+  CHECK_THAT(md.output, Contains("What differs: train.lr."));
+  const std::string markdown = read_file(dir / "r.md");
+  CHECK_THAT(markdown, Contains("## Loss agreement\n\nNot equivalent: the losses diverge at step 2"));
+  CHECK_THAT(markdown, Contains("| train.lr | 0.003 ("));
+  CHECK_THAT(markdown, Contains(" | 0.001 (--set train.lr=1e-3) |"));
+
+  const ProcessResult one = run_plait({"compare", (dir / "ddp").string()});
+  CHECK(one.exit_code != 0);
+  CHECK_THAT(one.output, Contains("error: compare needs two or more runs; got 1"));
+  const ProcessResult missing = run_plait({"compare", (dir / "ddp").string(), (dir / "nowhere").string()});
+  CHECK_THAT(missing.output, Contains((dir / "nowhere").string() + ": no such run folder"));
+}

@@ -1,0 +1,94 @@
+// plait sweep: its --vary flags and their product, repeats interleaved, and real sweeps
+// of the quickstart model: refused combinations skipped with their sentence, the rest
+// run and ranked; Ctrl-C stops after the running one with a report of what finished.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "plait/sdk/error.hpp"
+#include "support/test_support.hpp"
+#include "sweep/sweep_plan.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+TEST_CASE("the --vary flag splits on top-level commas and refuses what is not KEY=V1,V2", "[sweep]") {
+  const sweep::Variation v = sweep::parse_vary("parallel.stage_blocks=[1,3],[2,2]");
+  CHECK(v.key == "parallel.stage_blocks");
+  CHECK(v.values == std::vector<std::string>{"[1,3]", "[2,2]"});
+  CHECK(sweep::parse_vary("data.path=\"a,b.bin\",c.bin").values == std::vector<std::string>{"\"a,b.bin\"", "c.bin"});
+  CHECK_THROWS_WITH(sweep::parse_vary("parallel.data"), "--vary parallel.data: expected KEY=V1,V2,...");
+  CHECK_THROWS_WITH(sweep::parse_vary("stage=1,2"), "--vary stage=1,2: 'stage' is not a table.key");
+  CHECK_THROWS_WITH(sweep::parse_vary("zero.stage=1,,3"), "--vary zero.stage=1,,3: an empty value");
+}
+
+TEST_CASE("a sweep is the product of its variations, repeats interleaved", "[sweep]") {
+  const auto all = sweep::combinations({sweep::parse_vary("parallel.data=ddp,zero"), sweep::parse_vary("zero.stage=1,3")});
+  REQUIRE(all.size() == 4);
+  CHECK(all[0].name == "data-ddp_stage-1");
+  CHECK(all[3].name == "data-zero_stage-3");
+  CHECK(all[3].sets == std::vector<std::string>{"parallel.data=zero", "zero.stage=3"});
+  const auto order = sweep::run_order(all, 2);
+  REQUIRE(order.size() == 8);
+  CHECK(order[0].folder == "data-ddp_stage-1.r1");
+  CHECK(order[3].folder == "data-zero_stage-3.r1");
+  CHECK(order[4].folder == "data-ddp_stage-1.r2");
+  CHECK_THROWS_WITH(sweep::combinations({sweep::parse_vary("zero.stage=1"), sweep::parse_vary("zero.stage=2")}),
+                    "--vary zero.stage is given twice");
+}
+
+TEST_CASE("plait sweep skips what is refused with its sentence, runs the rest and ranks them", "[sweep]") {
+  TempDir dir;
+  const fs::path out = dir / "sweep";
+  const ProcessResult r = run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "parallel.data=ddp,zero",
+                                     "--vary", "model.n_head=4,3", "--steps", "3", "--out", out.string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("skipped data-ddp_n_head-3: ") && Contains("skipped data-zero_n_head-3: "));
+  CHECK_THAT(r.output, Contains("sweep: 4 combinations, 2 valid, 2 runs into " + out.string()));
+  CHECK_THAT(r.output, Contains("[1/2] data-ddp_n_head-4 ... finished in "));
+  CHECK_THAT(r.output, Contains("[2/2] data-zero_n_head-4 ... finished in "));
+  const auto sweep_json = nlohmann::json::parse(read_file(out / "sweep.json"));
+  REQUIRE(sweep_json.at("combinations").size() == 4);
+  const std::string reason = sweep_json.at("combinations")[1].at("refused").get<std::string>();
+  CHECK_THAT(reason, Contains("model.n_head=3") && Contains("n_embd"));
+  CHECK(sweep_json.at("combinations")[0].at("refused").is_null());
+  CHECK(sweep_json.at("runs").size() == 2);
+  CHECK(sweep_json.at("runs")[1].at("state") == "finished");
+  const std::string md = read_file(out / "report.md");
+  CHECK_THAT(md, Contains("## Skipped before launch\n\ndata-ddp_n_head-3: " + reason));
+  CHECK_THAT(md, Contains("## Ranking"));
+  CHECK(fs::exists(out / "report.html"));
+  // The two valid runs train the same model: ddp and zero 1 are equivalent.
+  CHECK_THAT(md, Contains("Equivalent: every loss agrees"));
+}
+
+TEST_CASE("Ctrl-C stops a sweep after the running run, and the report covers the runs that finished", "[sweep]") {
+  TempDir dir;
+  const fs::path out = dir / "sweep";
+  auto job = std::async(std::launch::async, [&] {
+    return run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "train.steps=3,4,100000", "--out",
+                      out.string()});
+  });
+  const fs::path long_run = out / "steps-100000" / "metrics.jsonl";
+  for (int i = 0; i < 1200 && !fs::exists(long_run); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(long_run));
+  // "[/]" spares pkill's own shell; "$": the sweep, whose --out is last, not its run's.
+  REQUIRE(std::system(("pkill -INT -f -- '--out [/]" + out.string().substr(1) + "$'").c_str()) == 0);
+  REQUIRE(job.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  const ProcessResult r = job.get();
+  INFO(r.output);
+  CHECK(r.exit_code == 130);
+  CHECK_THAT(r.output, Contains("[3/3] steps-100000 ... interrupted in "));
+  CHECK_THAT(r.output, Contains("sweep interrupted: the report covers the 2 runs that finished"));
+  CHECK_THAT(r.output, Contains("1 setting differ; "));
+  const auto sweep_json = nlohmann::json::parse(read_file(out / "sweep.json"));
+  REQUIRE(sweep_json.at("runs").size() == 3);
+  CHECK(sweep_json.at("runs")[2].at("state") == "interrupted");
+  CHECK_THAT(read_file(out / "report.md"), Contains("| train.steps | 3 ("));
+}
