@@ -10,9 +10,7 @@
 namespace plait::cli {
 
 int compare(const CompareArgs& args) {
-  std::vector<compare::RunRecord> runs;
-  for (const auto& dir : compare::expand_run_folders(args.runs)) runs.push_back(compare::load_run(dir));
-  const compare::Comparison c = compare::compare_runs(std::move(runs));
+  const compare::Comparison c = compare::compare_runs(compare::load_runs(compare::expand_run_folders(args.runs)));
   const std::vector<compare::Section> sections = compare::report_sections(c);
   std::cout << compare::render_terminal(sections);
   if (!args.markdown.empty()) write_file_atomically(args.markdown, compare::render_markdown(sections));

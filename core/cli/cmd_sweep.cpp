@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "compare/report_html.hpp"
 #include "compare/report_sections.hpp"
 #include "plait/sdk/error.hpp"
+#include "config/resolve.hpp"
 #include "run/launch_plan.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_status.hpp"
@@ -42,7 +44,25 @@ void catch_interrupts() {
 struct Outcome {
   sweep::Combination combination;
   std::string refused;  // the one-sentence reason it was skipped before launch
+  std::vector<std::string> idle;  // its settings that do nothing in it (a plugin's table, that plugin not chosen)
 };
+
+// A varied setting in the table of a plugin the run does not choose is valid (the table
+// is still checked) but does nothing: say so, since the runs then differ in name only.
+std::vector<std::string> idle_settings(const PreparedRun& prep, const std::vector<std::string>& sets) {
+  std::vector<std::string> out;
+  for (const auto& set : sets) {
+    const std::string table = set.substr(0, set.find('.'));
+    bool used = false;
+    for (const auto& schema : core_schemas()) used = used || schema.table == table;
+    for (const auto& choice : prep.config->plugins()) used = used || choice.name == table;
+    if (!used) {
+      out.push_back(concat(set.substr(0, set.find('=')), " does nothing here: [", table, "] is plugin ", table,
+                           "'s table, and this run does not use ", table));
+    }
+  }
+  return out;
+}
 
 // Each combination checked as `plait run` would check it, before anything starts.
 std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector<sweep::Combination>& all,
@@ -57,6 +77,7 @@ std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector
       const LaunchRequest request = launch_request(run);
       const PreparedRun prep = prepare_run(run.config, run.overrides(), known_world(request));
       plan_launch(prep, request);
+      o.idle = idle_settings(prep, c.sets);
     } catch (const Error& e) {
       const std::string what = e.what();
       o.refused = what.substr(0, what.find('\n'));
@@ -81,7 +102,8 @@ nlohmann::ordered_json sweep_record(const SweepArgs& args, const std::vector<Out
   for (const auto& o : outcomes) {
     j["combinations"].push_back({{"name", o.combination.name},
                                  {"sets", o.combination.sets},
-                                 {"refused", o.refused.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.refused)}});
+                                 {"refused", o.refused.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(o.refused)},
+                                 {"does_nothing", o.idle}});
   }
   return j;
 }
@@ -102,6 +124,7 @@ int sweep(const SweepArgs& args) {
   const std::vector<Outcome> outcomes = check_combinations(args, sweep::combinations(variations), folder);
   std::vector<sweep::Combination> kept;
   for (const auto& o : outcomes) {
+    for (const auto& idle : o.idle) std::cout << "note: " << o.combination.name << ": " << idle << "\n";
     if (o.refused.empty()) {
       kept.push_back(o.combination);
     } else {
@@ -116,6 +139,7 @@ int sweep(const SweepArgs& args) {
   catch_interrupts();
   nlohmann::ordered_json runs = nlohmann::json::array();
   std::vector<std::string> finished;
+  std::set<std::size_t> combinations_finished;  // a comparison needs two
   for (std::size_t i = 0; i < order.size() && !g_interrupted; ++i) {
     const auto& planned = order[i];
     const fs::path out = folder / planned.folder;
@@ -131,24 +155,29 @@ int sweep(const SweepArgs& args) {
     std::cout << "\n";
     runs.push_back({{"folder", planned.folder}, {"combination", kept[planned.combination].name},
                     {"repeat", planned.repeat}, {"state", state}, {"exit_code", code}, {"seconds", seconds}});
-    if (code == 0) finished.push_back(out.string());
+    if (code == 0) {
+      finished.push_back(out.string());
+      combinations_finished.insert(planned.combination);
+    }
     write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
   }
   write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
   if (g_interrupted) std::cout << "sweep interrupted: the report covers the " << finished.size() << " runs that finished\n";
-  if (finished.size() < 2) {
-    std::cout << "fewer than two runs finished: no comparison\n";
+  if (combinations_finished.size() < 2) {
+    std::cout << "runs of fewer than two combinations finished: no comparison\n";
     return g_interrupted ? 130 : (finished.size() == order.size() ? 0 : 1);
   }
-  std::vector<compare::RunRecord> records;
-  for (const auto& dir : finished) records.push_back(compare::load_run(dir));
-  const compare::Comparison c = compare::compare_runs(std::move(records));
+  // Repeats of a combination are one run of the comparison, their steps pooled.
+  const compare::Comparison c = compare::compare_runs(compare::load_runs(finished));
   std::vector<compare::Section> sections = compare::report_sections(c);
   compare::Section skipped{"Skipped before launch", {}, {}};
   for (const auto& o : outcomes) {
     if (!o.refused.empty()) skipped.sentences.push_back(concat(o.combination.name, ": ", o.refused));
   }
   if (skipped.sentences.empty()) skipped.sentences.push_back("None: every combination was valid.");
+  for (const auto& o : outcomes) {
+    for (const auto& idle : o.idle) skipped.sentences.push_back(concat("Note: ", o.combination.name, ": ", idle, "."));
+  }
   sections.insert(sections.begin(), skipped);
   std::cout << "\n" << compare::render_terminal(sections);
   write_file_atomically((folder / "report.md").string(), compare::render_markdown(sections));

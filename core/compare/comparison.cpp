@@ -143,14 +143,42 @@ void agree_losses(Comparison& c) {
   }
 }
 
-// The records after warm-up: the first record and the first tenth are left out.
-std::vector<const Json*> steady_records(const RunRecord& r, int64_t& left_out) {
-  const std::size_t n = r.metrics.size();
-  const std::size_t skip = n <= 1 ? 0 : std::min(n - 1, std::max<std::size_t>(1, n / 10));
-  left_out = static_cast<int64_t>(skip);
+// The records after warm-up, of the run and of each repeat: the first record and the
+// first tenth of each are left out.
+std::vector<const Json*> steady_records(const RunRecord& r, int64_t& left_out, std::vector<double>* repeat_medians) {
   std::vector<const Json*> out;
-  for (std::size_t i = skip; i < n; ++i) out.push_back(&r.metrics[i]);
+  auto add = [&](const std::vector<Json>& records) {
+    const std::size_t n = records.size();
+    const std::size_t skip = n <= 1 ? 0 : std::min(n - 1, std::max<std::size_t>(1, n / 10));
+    left_out = static_cast<int64_t>(skip);
+    std::vector<double> step_ms;
+    for (std::size_t i = skip; i < n; ++i) {
+      out.push_back(&records[i]);
+      step_ms.push_back(number_or(records[i], "step_ms"));
+    }
+    repeat_medians->push_back(median_of(step_ms));
+  };
+  add(r.metrics);
+  for (const auto& more : r.repeats) add(more);
   return out;
+}
+
+// Repeats train the same model on the same data: their losses must be the first's.
+void check_repeats(Comparison& c) {
+  for (const auto& r : c.runs) {
+    for (std::size_t k = 0; k < r.repeats.size(); ++k) {
+      double worst = 0.0;
+      for (std::size_t i = 0; i < std::min(r.metrics.size(), r.repeats[k].size()); ++i) {
+        const Json& a = r.metrics[i].at("loss");
+        const Json& b = r.repeats[k][i].at("loss");
+        if (a.is_number() && b.is_number()) worst = std::max(worst, std::fabs(a.get<double>() - b.get<double>()));
+      }
+      if (worst > 0.0) {
+        c.warnings.push_back(concat(r.name, ": repeat ", k + 2, "'s losses differ from repeat 1's (by up to ",
+                                    worst, "): the run is not deterministic"));
+      }
+    }
+  }
 }
 
 RunSpeed speed_of(const std::vector<const Json*>& records) {
@@ -168,20 +196,25 @@ RunSpeed speed_of(const std::vector<const Json*>& records) {
   return s;
 }
 
-// Faster or slower only when the middle halves of the two runs' step times do not overlap.
 void judge_speed(std::vector<RunFigures>& figures) {
   const RunSpeed& first = figures.front().speed;
   for (std::size_t k = 1; k < figures.size(); ++k) {
     RunSpeed& s = figures[k].speed;
     s.ratio = first.tokens_per_s.median > 0 ? s.tokens_per_s.median / first.tokens_per_s.median : 0.0;
-    if (s.step_ms.q3 < first.step_ms.q1) {
-      s.verdict = "faster";
-    } else if (s.step_ms.q1 > first.step_ms.q3) {
-      s.verdict = "slower";
-    } else {
-      s.verdict = "within noise";
-    }
+    const int side = speed_difference(s, first);
+    s.verdict = side < 0 ? "faster" : side > 0 ? "slower" : "within noise";
   }
+}
+
+bool paired(const RunSpeed& a, const RunSpeed& b) {
+  return a.repeat_step_ms.size() >= 2 && a.repeat_step_ms.size() == b.repeat_step_ms.size();
+}
+
+// Student's t at 97.5% for `df` degrees of freedom (two-sided 95%).
+double t_critical(std::size_t df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  return df == 0 ? 1e300 : df <= 20 ? table[df - 1] : 1.96;
 }
 
 bool is_phase_key(const std::string& key) {
@@ -342,6 +375,29 @@ void warn_about(Comparison& c) {
 
 }  // namespace
 
+int speed_difference(const RunSpeed& a, const RunSpeed& b) {
+  if (!paired(a, b)) return a.step_ms.against(b.step_ms);
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.repeat_step_ms.size(); ++i) d.push_back(std::log(a.repeat_step_ms[i] / b.repeat_step_ms[i]));
+  double mean = 0.0, var = 0.0;
+  for (double x : d) mean += x / static_cast<double>(d.size());
+  for (double x : d) var += (x - mean) * (x - mean) / static_cast<double>(d.size() - 1);
+  const double se = std::sqrt(var / static_cast<double>(d.size()));
+  if (std::fabs(mean) <= t_critical(d.size() - 1) * se) return 0;
+  return mean < 0 ? -1 : 1;
+}
+
+std::string speed_rule(const RunSpeed& a, const RunSpeed& b) {
+  if (paired(a, b)) {
+    return concat("a paired t-test at 95% over the ", a.repeat_step_ms.size(),
+                  " repeats' median step times (each repeat ran the runs side by side; what differs between repeats "
+                  "is the noise)");
+  }
+  return "the notches of their step times (median -+ 1.58 IQR / sqrt(steps), an approximate 95% interval for the "
+         "median) do not overlap; with one run each, drift of the machine between runs is not measured (plait sweep "
+         "--repeats 3 measures it)";
+}
+
 Spread spread_of(std::vector<double> v) {
   PLAIT_CHECK(!v.empty(), "no values to take quartiles of", "");
   std::sort(v.begin(), v.end());
@@ -351,7 +407,15 @@ Spread spread_of(std::vector<double> v) {
     const std::size_t hi = std::min(lo + 1, v.size() - 1);
     return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
   };
-  return {at(0.5), at(0.25), at(0.75)};
+  return {at(0.5), at(0.25), at(0.75), static_cast<int64_t>(v.size())};
+}
+
+double Spread::notch() const { return n > 0 ? 1.58 * iqr() / std::sqrt(static_cast<double>(n)) : 0.0; }
+
+int Spread::against(const Spread& other) const {
+  if (median + notch() < other.median - other.notch()) return -1;
+  if (median - notch() > other.median + other.notch()) return 1;
+  return 0;
 }
 
 Comparison compare_runs(std::vector<RunRecord> runs) {
@@ -364,12 +428,15 @@ Comparison compare_runs(std::vector<RunRecord> runs) {
   diff_bundles(c);
   agree_losses(c);
   warn_about(c);
+  check_repeats(c);
   for (const auto& r : c.runs) {
     int64_t left_out = 0;
-    const std::vector<const Json*> steady = steady_records(r, left_out);
-    c.warmup_steps = std::max(c.warmup_steps, left_out);
     RunFigures f;
+    std::vector<double> repeat_medians;
+    const std::vector<const Json*> steady = steady_records(r, left_out, &repeat_medians);
+    c.warmup_steps = std::max(c.warmup_steps, left_out);
     f.speed = speed_of(steady);
+    f.speed.repeat_step_ms = std::move(repeat_medians);
     f.breakdown = run_breakdown(steady);
     f.memory = memory_per_rank(r.metrics.back());
     f.comm = comm_per_step(r);

@@ -28,19 +28,36 @@ struct LossAgreement {
   bool equivalent() const { return tolerance && !first_divergent && !steps.empty(); }
 };
 
-// Median and quartiles (linear interpolation) of a run's steps after warm-up.
+// Median and quartiles (linear interpolation) of a run's steps after warm-up, and the
+// notch of a box plot: median -+ 1.58 IQR / sqrt(n), McGill, Tukey and Larsen's (1978)
+// approximate 95% interval for the median. Two medians whose notches do not overlap
+// differ beyond the steps' noise.
 struct Spread {
   double median = 0.0, q1 = 0.0, q3 = 0.0;
+  int64_t n = 0;
   double iqr() const { return q3 - q1; }
+  double notch() const;
+  // -1: clearly below `other`, 1: clearly above, 0: within the noise.
+  int against(const Spread& other) const;
 };
 
 struct RunSpeed {
   Spread step_ms, tokens_per_s;
   double mfu = 0.0;                 // median
-  int64_t steps_used = 0;           // records after warm-up
+  int64_t steps_used = 0;           // records after warm-up, over every repeat
+  std::vector<double> repeat_step_ms;  // the median step time of each repeat (the run itself first)
   double ratio = 1.0;               // tokens/s median over the first run's
   std::string verdict;              // against the first run: "faster", "slower", "within noise", or "" for the first
 };
+
+// Whether `a`'s steps are shorter (-1) or longer (1) than `b`'s beyond the noise, or
+// neither (0). With two or more repeats each, run side by side (a sweep's), a paired
+// t-test at 95% over the repeats' log ratios of median step time: what differs between
+// repeats (the machine's drift) is the noise. With one run each, the notches of the
+// pooled steps.
+int speed_difference(const RunSpeed& a, const RunSpeed& b);
+// The rule speed_difference used, in words.
+std::string speed_rule(const RunSpeed& a, const RunSpeed& b);
 
 // A rank's (or, where only a summary was kept, the ranks' median) figures: median over
 // the steps used, in ms.

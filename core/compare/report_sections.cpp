@@ -80,14 +80,22 @@ Section speed_section(const Comparison& c) {
   s.sentences.push_back(concat("Medians over the steps after warm-up (the first ",
                                c.warmup_steps == 1 ? std::string("recorded step") : concat(c.warmup_steps, " recorded steps"),
                                " left out), spread as the interquartile range; a run is called faster "
-                               "or slower than ", c.runs.front().name,
-                               " only when the middle halves of their step times do not overlap."));
+                               "or slower than ", c.runs.front().name, " only by ",
+                               speed_rule(c.figures.back().speed, c.figures.front().speed), "."));
   Table t{{"run", "tokens/s", "step ms", "IQR ms", "vs first", "verdict", "MFU", "steps"}, {}};
+  const bool repeated = std::any_of(c.figures.begin(), c.figures.end(),
+                                    [](const RunFigures& f) { return f.speed.repeat_step_ms.size() > 1; });
+  if (repeated) t.header.push_back("step ms per repeat");
   for (std::size_t k = 0; k < c.runs.size(); ++k) {
     const RunSpeed& sp = c.figures[k].speed;
     t.rows.push_back({c.runs[k].name, fixed(sp.tokens_per_s.median, 0), fixed(sp.step_ms.median, 2),
                       fixed(sp.step_ms.q1, 2) + "-" + fixed(sp.step_ms.q3, 2), fixed(sp.ratio, 3) + "x",
                       k == 0 ? "(baseline)" : sp.verdict, fixed(100.0 * sp.mfu, 2) + "%", std::to_string(sp.steps_used)});
+    if (repeated) {
+      std::string each;
+      for (double ms : sp.repeat_step_ms) each += (each.empty() ? "" : " / ") + fixed(ms, 2);
+      t.rows.back().push_back(each);
+    }
   }
   s.tables.push_back(std::move(t));
   for (std::size_t k = 1; k < c.runs.size(); ++k) {
@@ -108,15 +116,14 @@ Section ranking_section(const Comparison& c) {
     return c.figures[a].speed.tokens_per_s.median > c.figures[b].speed.tokens_per_s.median;
   });
   const RunSpeed& best = c.figures[order.front()].speed;
-  Section s{"Ranking", {concat("By median tokens/s; \"within noise\" where a run's middle half of step times overlaps "
-                               "the fastest's.")}, {}};
+  Section s{"Ranking", {"By median tokens/s, each against the fastest by the same rule."}, {}};
   Table t{{"place", "run", "tokens/s", "vs fastest", "step ms (IQR)", "against the fastest", "peak memory (max rank)"}, {}};
   for (std::size_t place = 0; place < order.size(); ++place) {
     const std::size_t k = order[place];
     const RunSpeed& sp = c.figures[k].speed;
     int64_t peak = 0;
     for (const auto& m : c.figures[k].memory) peak = std::max(peak, m.peak);
-    const std::string against = place == 0 ? "fastest" : sp.step_ms.q1 > best.step_ms.q3 ? "slower" : "within noise";
+    const std::string against = place == 0 ? "fastest" : speed_difference(sp, best) > 0 ? "slower" : "within noise";
     t.rows.push_back({std::to_string(place + 1), c.runs[k].name, fixed(sp.tokens_per_s.median, 0),
                       fixed(sp.tokens_per_s.median / best.tokens_per_s.median, 3) + "x",
                       fixed(sp.step_ms.median, 2) + " (" + fixed(sp.step_ms.q1, 2) + "-" + fixed(sp.step_ms.q3, 2) + ")",

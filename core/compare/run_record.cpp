@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include <toml++/toml.h>
 
@@ -106,6 +107,31 @@ RunRecord load_run(const std::string& dir) {
     run.reason = status->reason;
   }
   return run;
+}
+
+std::vector<RunRecord> load_runs(const std::vector<std::string>& dirs) {
+  std::vector<RunRecord> out;
+  std::map<std::string, std::size_t> group_at;  // "<parent>/<name>" -> index in out
+  const std::regex repeat(R"(^(.*)\.r([0-9]+)$)");
+  for (const auto& dir : dirs) {
+    RunRecord run = load_run(dir);
+    std::smatch m;
+    const std::string base = run.name;
+    if (!std::regex_match(base, m, repeat)) {
+      out.push_back(std::move(run));
+      continue;
+    }
+    const std::string key = fs::path(dir).lexically_normal().parent_path().string() + "/" + m[1].str();
+    const auto it = group_at.find(key);
+    if (it == group_at.end()) {
+      run.name = m[1].str();
+      group_at[key] = out.size();
+      out.push_back(std::move(run));
+    } else {
+      out[it->second].repeats.push_back(std::move(run.metrics));
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths) {

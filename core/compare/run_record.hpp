@@ -26,6 +26,9 @@ struct RunRecord {
   std::map<std::string, Setting> settings; // "table.key" -> setting, [lock] left out
   std::vector<BundleRead> bundles;
   std::vector<nlohmann::json> metrics;     // one per recorded step
+  // Further runs of the same config (a sweep's repeats "<name>.r2", ...): their records
+  // add to the speed and time figures, and their losses must equal the first's.
+  std::vector<std::vector<nlohmann::json>> repeats;
   std::string state;                       // status.json's state ("finished", "failed", ...), or ""
   std::string reason;                      // why it failed
   int64_t world_size = 1;
@@ -38,5 +41,9 @@ RunRecord load_run(const std::string& dir);
 // The run folders named: each folder that holds a config.lock.toml, or else each
 // folder inside it that does (a sweep folder), in name order.
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths);
+
+// Loads them in order; folders "<name>.r1", "<name>.r2", ... of one parent (a sweep's
+// repeats) become one run named <name>, the others' records as its repeats.
+std::vector<RunRecord> load_runs(const std::vector<std::string>& dirs);
 
 }  // namespace plait::compare

@@ -89,8 +89,13 @@ std::vector<Combination> combinations(const std::vector<Variation>& variations) 
 
 std::vector<PlannedRun> run_order(const std::vector<Combination>& kept, int repeats) {
   std::vector<PlannedRun> out;
+  const std::size_t n = kept.size();
+  // Each repeat starts further into the list, so that no combination always runs first
+  // (or right after the same one) in its round: a place's effect is shared out.
+  const std::size_t shift = n == 0 ? 0 : (n + static_cast<std::size_t>(repeats) - 1) / static_cast<std::size_t>(repeats);
   for (int r = 1; r <= repeats; ++r) {
-    for (std::size_t c = 0; c < kept.size(); ++c) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t c = (i + static_cast<std::size_t>(r - 1) * shift) % n;
       out.push_back({c, r, repeats == 1 ? kept[c].name : concat(kept[c].name, ".r", r)});
     }
   }

@@ -32,7 +32,9 @@ struct PlannedRun {
   std::string folder;  // name inside the sweep folder: "<combination>" or "<combination>.r<repeat>"
 };
 
-// Repeats interleaved: combination 0..n-1 of repeat 1, then of repeat 2, ...
+// Repeats interleaved: every combination of repeat 1, then of repeat 2, ..., each repeat
+// starting a share of the list further on (for 9 combinations and 3 repeats: 0..8, then
+// 3..8 0..2, then 6..8 0..5).
 std::vector<PlannedRun> run_order(const std::vector<Combination>& kept, int repeats);
 
 }  // namespace plait::sweep

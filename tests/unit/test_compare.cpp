@@ -72,6 +72,26 @@ TEST_CASE("a speed difference inside the step times' spread is called noise, out
   CHECK_THROWS_WITH(compare::compare_runs({made_up("a", base)}), Contains("compare needs two or more runs; got 1"));
 }
 
+TEST_CASE("with repeats run side by side, a steady ratio beats the machine's drift, an unsteady one does not",
+          "[compare]") {
+  // Three repeats each; the machine slows from one repeat to the next.
+  auto with_repeats = [](const std::string& name, const std::vector<double>& per_repeat) {
+    compare::RunRecord r = made_up(name, std::vector<double>(6, per_repeat[0]));
+    for (std::size_t k = 1; k < per_repeat.size(); ++k) r.repeats.push_back(made_up(name, std::vector<double>(6, per_repeat[k])).metrics);
+    return r;
+  };
+  const auto c = compare::compare_runs({with_repeats("a", {10, 12, 14}), with_repeats("b", {11, 13.3, 15.3}),
+                                        with_repeats("c", {10.5, 11.0, 15.0})});
+  CHECK(c.figures[0].speed.repeat_step_ms == std::vector<double>{10, 12, 14});
+  CHECK(c.figures[1].speed.verdict == "slower");        // 10% slower in every repeat
+  CHECK(c.figures[2].speed.verdict == "within noise");  // faster, slower, faster
+  CHECK(c.figures[1].speed.steps_used == 3 * 5);
+  const std::string text = compare::render_terminal(compare::report_sections(c));
+  CHECK_THAT(text, Contains("only by a paired t-test at 95% over the 3 repeats' median step times"));
+  // The same pooled steps with one run each: the notches, which cannot see the drift.
+  CHECK(compare::speed_rule(compare::RunSpeed{}, compare::RunSpeed{}).rfind("the notches", 0) == 0);
+}
+
 TEST_CASE("losses that part say at which step, by how much, and which settings differ", "[compare]") {
   compare::RunRecord b = made_up("b", {10, 10, 10}, 1.0);
   b.metrics[2]["loss"] = 3.0 * (1 + 1e-6);
@@ -83,6 +103,23 @@ TEST_CASE("losses that part say at which step, by how much, and which settings d
         "default)); largest 1.00e-06 over 3 common steps. What differs: train.lr.");
   REQUIRE(c.differences.size() == 1);
   CHECK(c.differences[0].per_run[1].origin == "--set train.lr=0.002");
+}
+
+TEST_CASE("a bundle whose content changed between runs is named, and a failed run is noted", "[compare]") {
+  compare::RunRecord a = made_up("a", {10, 10, 10});
+  compare::RunRecord b = made_up("b", {10, 10, 10});
+  a.bundles = {{"/teams/bundles/llama-3d.toml", "00000000000000aa"}, {"/x/bf16-mixed.toml", "1111111111111111"}};
+  b.bundles = {{"/teams/bundles/llama-3d.toml", "00000000000000bb"}, {"/x/bf16-mixed.toml", "1111111111111111"}};
+  b.state = "failed";
+  b.reason = "step 3: the loss is nan";
+  const auto c = compare::compare_runs({a, b});
+  REQUIRE(c.bundle_changes.size() == 1);
+  CHECK(c.bundle_changes[0] ==
+        "bundle llama-3d changed between the runs: a read xxh3 00000000000000aa, b read xxh3 00000000000000bb");
+  const std::string text = compare::render_terminal(compare::report_sections(c));
+  CHECK_THAT(text, Contains("bundle llama-3d changed between the runs: a read xxh3 00000000000000aa, b read xxh3 "
+                            "00000000000000bb."));
+  CHECK_THAT(text, Contains("Note: b did not finish (failed: step 3: the loss is nan)."));
 }
 
 TEST_CASE("compare: ddp and zero 3 are equivalent with a speed ratio, and two learning rates diverge at step 2",

@@ -37,35 +37,49 @@ TEST_CASE("a sweep is the product of its variations, repeats interleaved", "[swe
   REQUIRE(order.size() == 8);
   CHECK(order[0].folder == "data-ddp_stage-1.r1");
   CHECK(order[3].folder == "data-zero_stage-3.r1");
-  CHECK(order[4].folder == "data-ddp_stage-1.r2");
+  // The second round starts halfway down the list: no combination is always first.
+  CHECK(order[4].folder == "data-zero_stage-1.r2");
+  CHECK(order[6].folder == "data-ddp_stage-1.r2");
+  CHECK(order[7].folder == "data-ddp_stage-3.r2");
   CHECK_THROWS_WITH(sweep::combinations({sweep::parse_vary("zero.stage=1"), sweep::parse_vary("zero.stage=2")}),
                     "--vary zero.stage is given twice");
 }
 
-TEST_CASE("plait sweep skips what is refused with its sentence, runs the rest and ranks them", "[sweep]") {
+TEST_CASE("plait sweep skips what is refused with its sentence, runs the rest, repeats interleaved, and ranks them",
+          "[sweep]") {
   TempDir dir;
   const fs::path out = dir / "sweep";
-  const ProcessResult r = run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "parallel.data=ddp,zero",
-                                     "--vary", "model.n_head=4,3", "--steps", "3", "--out", out.string()});
+  const ProcessResult r =
+      run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "parallel.data=ddp,zero", "--vary",
+                 "zero.stage=2", "--vary", "model.n_head=4,3", "--repeats", "2", "--steps", "3", "--out", out.string()});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Contains("skipped data-ddp_n_head-3: ") && Contains("skipped data-zero_n_head-3: "));
-  CHECK_THAT(r.output, Contains("sweep: 4 combinations, 2 valid, 2 runs into " + out.string()));
-  CHECK_THAT(r.output, Contains("[1/2] data-ddp_n_head-4 ... finished in "));
-  CHECK_THAT(r.output, Contains("[2/2] data-zero_n_head-4 ... finished in "));
+  CHECK_THAT(r.output, Contains("skipped data-ddp_stage-2_n_head-3: ") && Contains("skipped data-zero_stage-2_n_head-3: "));
+  CHECK_THAT(r.output, Contains("note: data-ddp_stage-2_n_head-4: zero.stage does nothing here: [zero] is plugin "
+                                "zero's table, and this run does not use zero"));
+  CHECK_THAT(r.output, Contains("sweep: 4 combinations, 2 valid, 4 runs into " + out.string()));
+  CHECK_THAT(r.output, Contains("[1/4] data-ddp_stage-2_n_head-4.r1 ... finished in "));
+  CHECK_THAT(r.output, Contains("[2/4] data-zero_stage-2_n_head-4.r1 ... finished in "));
+  CHECK_THAT(r.output, Contains("[3/4] data-zero_stage-2_n_head-4.r2 ... finished in "));
+  CHECK_THAT(r.output, Contains("[4/4] data-ddp_stage-2_n_head-4.r2 ... finished in "));
   const auto sweep_json = nlohmann::json::parse(read_file(out / "sweep.json"));
   REQUIRE(sweep_json.at("combinations").size() == 4);
   const std::string reason = sweep_json.at("combinations")[1].at("refused").get<std::string>();
   CHECK_THAT(reason, Contains("model.n_head=3") && Contains("n_embd"));
   CHECK(sweep_json.at("combinations")[0].at("refused").is_null());
-  CHECK(sweep_json.at("runs").size() == 2);
-  CHECK(sweep_json.at("runs")[1].at("state") == "finished");
+  CHECK(sweep_json.at("runs").size() == 4);
+  CHECK(sweep_json.at("runs")[3].at("state") == "finished");
   const std::string md = read_file(out / "report.md");
-  CHECK_THAT(md, Contains("## Skipped before launch\n\ndata-ddp_n_head-3: " + reason));
-  CHECK_THAT(md, Contains("## Ranking"));
+  CHECK_THAT(md, Contains("## Skipped before launch\n\ndata-ddp_stage-2_n_head-3: " + reason));
   CHECK(fs::exists(out / "report.html"));
-  // The two valid runs train the same model: ddp and zero 1 are equivalent.
+  // The repeats of a combination are one run of the report, their steps after warm-up pooled
+  // (2 of 3 each), and their losses agree; the two strategies are equivalent and ranked.
+  CHECK_THAT(md, Contains("| data-ddp_stage-2_n_head-4 | ") && !Contains("n_head-4.r1 |"));
   CHECK_THAT(md, Contains("Equivalent: every loss agrees"));
+  CHECK_THAT(md, !Contains("not deterministic"));
+  CHECK_THAT(md, Contains("## Ranking\n\nBy median tokens/s"));
+  const std::string speed = md.substr(md.find("## Speed"), md.find("## Ranking") - md.find("## Speed"));
+  CHECK_THAT(speed, Contains("| 4 |"));
 }
 
 TEST_CASE("Ctrl-C stops a sweep after the running run, and the report covers the runs that finished", "[sweep]") {
