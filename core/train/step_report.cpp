@@ -42,6 +42,7 @@ void add_time(RankFigures& figures, const PhaseTimes& t) {
   for (std::size_t p = 0; p < kPhaseCount; ++p) {
     figures.emplace_back(concat("time.", phase_name(static_cast<Phase>(p)), "_ms"), t.seconds[p] * 1e3);
   }
+  figures.emplace_back("time.scopes", static_cast<double>(t.scopes));  // what the timing itself cost is per scope
   for (const char* axis : kAxes) {
     for (const char* op : kOps) {
       const std::string key = concat(axis, ".", op);

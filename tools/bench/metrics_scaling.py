@@ -10,8 +10,11 @@ time.metrics_ms (the figures sent to rank 0 and rank 0 writing the record), on r
 and the slowest rank (medians over the steps after the first two). A growth law is
 fitted to each column against the number of ranks (bytes = a + b * ranks).
 
-Timing cost: the same 2-rank run with [train] phase_timing on and off, interleaved,
---repeats times: median step_ms of each and their ratio.
+Timing cost, measured two ways: the same 2-rank run with [train] phase_timing on and
+off, interleaved, --repeats times (median step_ms of each and their ratio; this VM's
+noise is larger than the difference), and directly: the scopes a step times
+(time.scopes) times what one scope costs (build/bin/plait-bench-phase-clock), over the
+step time.
 
   .venv/bin/python tools/bench/metrics_scaling.py                 # 2 4 8 16 ranks, 30 steps
   .venv/bin/python tools/bench/metrics_scaling.py --ranks 2 4 --steps 20 --repeats 3
@@ -67,30 +70,44 @@ def main():
                 row[f"metrics_ms_rank0_{kept}"] = statistics.median(r["time.metrics_ms"] for r in steady)
                 row[f"metrics_ms_max_{kept}"] = statistics.median(
                     r["ranks_summary"]["time.metrics_ms"]["max"] for r in steady)
+                row[f"metrics_ms_median_rank_{kept}"] = statistics.median(
+                    r["ranks_summary"]["time.metrics_ms"]["median"] for r in steady)
                 row[f"step_ms_{kept}"] = statistics.median(r["step_ms"] for r in steady)
             rows.append(row)
             print(json.dumps(row), flush=True)
         print("\nranks | record bytes (all ranks kept) | record bytes (summary) | report ms rank 0 (all / summary)"
-              " | report ms slowest rank (summary) | step ms (summary)")
+              " | report ms median rank (summary) | step ms (summary)")
         for r in rows:
             print(f"{r['ranks']:5d} | {r['bytes_all']:29.0f} | {r['bytes_summary']:22.0f} | "
                   f"{r['metrics_ms_rank0_all']:8.3f} / {r['metrics_ms_rank0_summary']:7.3f} | "
-                  f"{r['metrics_ms_max_summary']:32.3f} | {r['step_ms_summary']:8.2f}")
+                  f"{r['metrics_ms_median_rank_summary']:31.3f} | {r['step_ms_summary']:8.2f}")
         xs = [r["ranks"] for r in rows]
         if len(xs) > 1:
-            for key in ("bytes_all", "bytes_summary", "metrics_ms_rank0_summary"):
+            for key in ("bytes_all", "bytes_summary", "metrics_ms_rank0_summary", "metrics_ms_median_rank_summary"):
                 a, b = fit(xs, [r[key] for r in rows])
                 print(f"{key}: {a:.1f} + {b:.3f} * ranks")
 
-        on, off, scopes = [], [], []
+        on, off, scopes, step_ms = [], [], [], []
         for k in range(args.repeats):
-            for timing in (True, False):
+            for timing in ((True, False) if k % 2 == 0 else (False, True)):  # neither always first
                 _, records = run(args.plait, tmp / f"t{k}-{timing}", 2, args.steps,
                                  [f"train.phase_timing={'true' if timing else 'false'}"])
                 (on if timing else off).append(statistics.median(r["step_ms"] for r in records[2:]))
+                if timing:
+                    for r in records[2:]:
+                        scopes.extend(rank["time.scopes"] for rank in r["ranks"])
+                        step_ms.append(r["step_ms"])
         print(f"\nphase timing on: median step {statistics.median(on):.3f} ms over {args.repeats} runs "
               f"({', '.join(f'{x:.2f}' for x in on)}); off: {statistics.median(off):.3f} ms "
-              f"({', '.join(f'{x:.2f}' for x in off)}); on/off = {statistics.median(on) / statistics.median(off):.4f}")
+              f"({', '.join(f'{x:.2f}' for x in off)}); median of the paired ratios on/off = "
+              f"{statistics.median(a / b for a, b in zip(on, off)):.4f}")
+        bench = Path(args.plait).parent / "plait-bench-phase-clock"
+        cost = json.loads(subprocess.run([str(bench)], capture_output=True, text=True, check=True).stdout)
+        per_step_us = statistics.median(scopes) * cost["ns_per_scope_timed"] / 1e3
+        print(f"direct: {statistics.median(scopes):.0f} scopes per step (median over ranks and steps) x "
+              f"{cost['ns_per_scope_timed']:.1f} ns per scope ({cost['ns_per_scope_untimed']:.1f} ns untimed) = "
+              f"{per_step_us:.1f} us per step = {100 * per_step_us / 1e3 / statistics.median(step_ms):.3f}% of the "
+              f"median step ({statistics.median(step_ms):.2f} ms)")
 
 
 if __name__ == "__main__":
