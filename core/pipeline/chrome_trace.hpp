@@ -1,7 +1,7 @@
 #pragma once
-// Pipeline actions as Chrome trace events (chrome://tracing, ui.perfetto.dev): the
-// nominal schedule of `plait schedule show --trace` and the measured timeline of a step
-// ([debug] pipeline_trace) are drawn alike.
+// Pipeline actions as Chrome trace events (chrome://tracing, ui.perfetto.dev), for the
+// nominal schedule of `plait schedule show --trace`; short_label names a forward or a
+// backward in it and in the measured traces of [debug] trace_steps alike.
 #include <string>
 
 #include <nlohmann/json.hpp>
