@@ -83,10 +83,13 @@ void StepTracer::write(const std::vector<nlohmann::json>& ranks) {
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (kept_[r].is_null()) kept_[r] = {{"distributedInfo", ranks[r].at("distributedInfo")}, {"events", ranks[r].at("metadata")}};
     for (const auto& e : ranks[r].at("events")) kept_[r]["events"].push_back(e);
-    write_file_atomically((folder / concat("rank-", r, ".json")).string(),
-                          nlohmann::json{{"distributedInfo", kept_[r].at("distributedInfo")},
-                                         {"traceEvents", kept_[r].at("events")},
-                                         {"displayTimeUnit", "ms"}}.dump());
+    // distributedInfo first and "key": value with a space: Holistic Trace Analysis finds a
+    // file's rank by matching `"rank": N` in its first lines.
+    nlohmann::ordered_json one;
+    one["distributedInfo"] = kept_[r].at("distributedInfo");
+    one["displayTimeUnit"] = "ms";
+    one["traceEvents"] = kept_[r].at("events");
+    write_file_atomically((folder / concat("rank-", r, ".json")).string(), one.dump(1));
     for (const auto& e : kept_[r].at("events")) merged.push_back(e);
   }
   write_file_atomically((fs::path(plan_.out_dir) / "trace.json").string(),
