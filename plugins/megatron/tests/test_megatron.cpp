@@ -195,8 +195,12 @@ TEST_CASE("sequence parallel divides a block's activations by t, tensor parallel
   for (int tp : {2, 4}) {
     const double tp_only = block_activation_bytes(tp, false), sp = block_activation_bytes(tp, true);
     INFO("tp " << tp << ": " << tp_only << " bytes per block, with sequence parallel " << sp);
-    CHECK(sp == Approx(one / tp).epsilon(0.02));
-    CHECK(tp_only == Approx(4 * sbh + (one - 4 * sbh) / tp).epsilon(0.02));
+    // 5%: a tensor of one sbh (an all-reduced block output) is let go by gloo's worker
+    // thread whenever it drops its work, sometimes inside the measured forward (seen once
+    // on a loaded 2-core CI run: -4%). Sequence parallel not splitting, or tensor parallel
+    // splitting what it keeps whole, is off by 17% or more.
+    CHECK(sp == Approx(one / tp).epsilon(0.05));
+    CHECK(tp_only == Approx(4 * sbh + (one - 4 * sbh) / tp).epsilon(0.05));
   }
 }
 
