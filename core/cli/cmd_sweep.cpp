@@ -69,10 +69,13 @@ std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector
                                         const fs::path& folder) {
   std::vector<Outcome> out;
   for (const auto& c : all) {
-    RunArgs run{.config = args.config, .sets = args.sets, .steps = args.steps};
+    RunArgs run;
+    run.config = args.config;
+    run.sets = args.sets;
+    run.steps = args.steps;
     run.sets.insert(run.sets.end(), c.sets.begin(), c.sets.end());
     run.out = (folder / c.name).string();
-    Outcome o{c, ""};
+    Outcome o{c, "", {}};
     try {
       const LaunchRequest request = launch_request(run);
       const PreparedRun prep = prepare_run(run.config, run.overrides(), known_world(request));

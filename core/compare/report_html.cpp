@@ -29,11 +29,8 @@ std::string esc(const std::string& text) {
   return out;
 }
 
-std::string num(double v, int digits = 2) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+// Coordinates, to a hundredth of a pixel.
+std::string num(double v) { return fixed(v, 2); }
 
 // A value as data-value and <title> carry it: whole numbers whole, others to 6 digits.
 std::string plain(double v) {
@@ -71,7 +68,7 @@ std::string loss_chart(const Comparison& c) {
     << "\" stroke=\"#333\"/>";
   for (int k = 0; k <= 4; ++k) {
     const double l = lo + (hi - lo) * k / 4.0;
-    o << "<text class=\"tick\" x=\"" << left - 6 << "\" y=\"" << y(l) + 4 << "\" text-anchor=\"end\">" << num(l, 3)
+    o << "<text class=\"tick\" x=\"" << left - 6 << "\" y=\"" << y(l) + 4 << "\" text-anchor=\"end\">" << fixed(l, 3)
       << "</text>";
     const double s = static_cast<double>(s0) + static_cast<double>(s1 - s0) * k / 4.0;
     o << "<text class=\"tick\" x=\"" << x(s) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
@@ -85,7 +82,7 @@ std::string loss_chart(const Comparison& c) {
       << "\" stroke-width=\"2\" stroke-dasharray=\"" << (k == 0 ? "none" : "6,3") << "\" points=\"" << points << "\"/>";
     const auto& last = c.figures[k].losses.back();
     o << "<text class=\"legend\" x=\"" << W - right + 10 << "\" y=\"" << top + 16 * (k + 1) << "\" fill=\"" << color(k)
-      << "\">" << esc(c.runs[k].name) << ": " << num(last.second, 4) << "</text>";
+      << "\">" << esc(c.runs[k].name) << ": " << fixed(last.second, 4) << "</text>";
   }
   o << "</svg>";
   return o.str();
@@ -204,12 +201,14 @@ std::string table_html(const Table& t) {
   return o.str();
 }
 
-// The chart that goes with a section, by its title.
-std::string chart_for(const std::string& title, const Comparison& c) {
-  if (title == "Loss agreement") return loss_chart(c);
-  if (title == "Where the time goes") return time_chart(c);
-  if (title == "Memory per rank") return memory_chart(c);
-  if (title.rfind("Communication", 0) == 0) return comm_chart(c);
+std::string chart_for(Chart chart, const Comparison& c) {
+  switch (chart) {
+    case Chart::losses: return loss_chart(c);
+    case Chart::step_time: return time_chart(c);
+    case Chart::memory: return memory_chart(c);
+    case Chart::communication: return comm_chart(c);
+    case Chart::none: break;
+  }
   return "";
 }
 
@@ -230,7 +229,7 @@ std::string render_html(const Comparison& c, const std::vector<Section>& section
   for (const auto& s : sections) {
     o << "<h2>" << esc(s.title) << "</h2>\n";
     for (const auto& line : s.sentences) o << "<p>" << esc(line) << "</p>\n";
-    o << chart_for(s.title, c) << "\n";
+    o << chart_for(s.chart, c) << "\n";
     for (const auto& t : s.tables) {
       if (!t.rows.empty()) o << table_html(t) << "\n";
     }

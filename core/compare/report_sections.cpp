@@ -9,13 +9,13 @@
 #include "util/human_bytes.hpp"
 
 namespace plait::compare {
-namespace {
-
 std::string fixed(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
+
+namespace {
 
 std::string sci(double v) {
   char buf[64];
@@ -48,7 +48,7 @@ Section config_section(const Comparison& c) {
 }
 
 Section loss_section(const Comparison& c) {
-  Section s{"Loss agreement", {loss_verdict(c)}, {}};
+  Section s{"Loss agreement", {loss_verdict(c)}, {}, Chart::losses};
   if (c.loss.steps.empty()) return s;
   Table t{{"step"}, {}};
   for (const auto& r : c.runs) t.header.push_back(r.name);
@@ -135,7 +135,7 @@ Section ranking_section(const Comparison& c) {
 
 Section breakdown_section(const Comparison& c) {
   Section s{"Where the time goes", {"Median ms per step of each phase (time.<phase>_ms), the mean over ranks; ranks "
-                                    "listed where they differ by over 10% of the step."}, {}};
+                                    "listed where they differ by over 10% of the step."}, {}, Chart::step_time};
   std::vector<std::string> phases;
   for (const auto& f : c.figures) {
     for (const auto& [p, ms] : f.breakdown.mean.phases) {
@@ -170,7 +170,8 @@ Section breakdown_section(const Comparison& c) {
 }
 
 Section memory_section(const Comparison& c) {
-  Section s{"Memory per rank", {"At the last recorded step: peak during the step, and what the rank holds."}, {}};
+  Section s{"Memory per rank", {"At the last recorded step: peak during the step, and what the rank holds."}, {},
+            Chart::memory};
   Table t{{"run", "rank", "peak", "params", "grads", "optimizer", "activations", "host"}, {}};
   for (std::size_t k = 0; k < c.runs.size(); ++k) {
     for (const auto& m : c.figures[k].memory) {
@@ -184,7 +185,8 @@ Section memory_section(const Comparison& c) {
 
 Section comm_section(const Comparison& c) {
   Section s{"Communication per step (rank 0)", {"Bus bytes as nccl-tests counts them, the operations' time, and the "
-                                               "time rank 0 was blocked waiting for them."}, {}};
+                                               "time rank 0 was blocked waiting for them."}, {},
+            Chart::communication};
   Table t{{"run", "axis.op", "bytes", "ms", "exposed ms"}, {}};
   for (std::size_t k = 0; k < c.runs.size(); ++k) {
     for (const auto& op : c.figures[k].comm) {

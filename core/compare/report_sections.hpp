@@ -13,10 +13,14 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
 };
 
+// The chart a richer format draws with a section's tables.
+enum class Chart { none, losses, step_time, memory, communication };
+
 struct Section {
   std::string title;
   std::vector<std::string> sentences;  // before the tables
   std::vector<Table> tables;
+  Chart chart = Chart::none;
 };
 
 std::vector<Section> report_sections(const Comparison& c);
@@ -27,5 +31,8 @@ std::string loss_verdict(const Comparison& c);
 // Renderings of the sections: aligned columns for a terminal; GitHub Markdown.
 std::string render_terminal(const std::vector<Section>& sections);
 std::string render_markdown(const std::vector<Section>& sections);
+
+// A number with `digits` decimals, as every report format writes them.
+std::string fixed(double v, int digits);
 
 }  // namespace plait::compare
