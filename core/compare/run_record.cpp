@@ -1,5 +1,6 @@
 #include "compare/run_record.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -134,6 +135,35 @@ std::vector<RunRecord> load_runs(const std::vector<std::string>& dirs) {
   return out;
 }
 
+namespace {
+
+// The runs of a sweep folder in the order its sweep.json lists their combinations, so that
+// its first combination is the baseline, as in the sweep's own report; other folders (and
+// every folder when there is no sweep.json) by name.
+void sort_as_swept(std::vector<std::string>& runs, const fs::path& sweep_json) {
+  std::map<std::string, std::size_t> rank;
+  if (fs::exists(sweep_json)) {
+    std::ifstream in(sweep_json);
+    const nlohmann::json sweep = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (sweep.is_object() && sweep.contains("combinations") && sweep["combinations"].is_array()) {
+      for (const auto& c : sweep["combinations"]) {
+        if (c.is_object() && c.contains("name") && c["name"].is_string()) rank.emplace(c["name"], rank.size());
+      }
+    }
+  }
+  const std::regex repeat(R"(^(.*)\.r[0-9]+$)");
+  auto order = [&](const std::string& dir) {
+    std::string name = fs::path(dir).filename().string();
+    std::smatch m;
+    if (std::regex_match(name, m, repeat)) name = m[1].str();
+    const auto it = rank.find(name);
+    return std::make_pair(it == rank.end() ? rank.size() : it->second, dir);
+  };
+  std::sort(runs.begin(), runs.end(), [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
+}
+
+}  // namespace
+
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
@@ -147,7 +177,7 @@ std::vector<std::string> expand_run_folders(const std::vector<std::string>& path
     }
     PLAIT_CHECK(!inside.empty(), concat(p, ": neither a run folder nor a folder of runs (no config.lock.toml in it or its folders)"),
                 "pass run folders that plait run wrote, or the folder plait sweep wrote");
-    std::sort(inside.begin(), inside.end());
+    sort_as_swept(inside, fs::path(p) / "sweep.json");
     out.insert(out.end(), inside.begin(), inside.end());
   }
   return out;

@@ -39,7 +39,8 @@ struct RunRecord {
 RunRecord load_run(const std::string& dir);
 
 // The run folders named: each folder that holds a config.lock.toml, or else each
-// folder inside it that does (a sweep folder), in name order.
+// folder inside it that does (a sweep folder: in the order of its sweep.json's
+// combinations, else by name).
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths);
 
 // Loads them in order; folders "<name>.r1", "<name>.r2", ... of one parent (a sweep's

@@ -11,6 +11,7 @@
 #include "pipeline/transfer_groups.hpp"
 #include "plait/sdk/error.hpp"
 #include "pipeline/chrome_trace.hpp"
+#include "pipeline/unit_backward_trace.hpp"
 #include "timing/phase_clock.hpp"
 #include "timing/trace_recorder.hpp"
 
@@ -114,8 +115,15 @@ class StepPlay {
   at::Tensor forward_unit(std::size_t u, const Action& a, const at::Tensor& h) {
     const UnitSlot& slot = s_.model->units[u];
     if (TraceRecorder::recording() == nullptr) return slot.unit->forward(h);
-    const TraceSpan span("unit", concat(short_label(a, s_.spec), " ", slot.prefix.empty() ? "unit" : slot.prefix));
-    return slot.unit->forward(h);
+    const std::string name = slot.prefix.empty() ? "unit" : slot.prefix;
+    at::Tensor out;
+    {
+      const TraceSpan span("unit", concat(short_label(a, s_.spec), " ", name));
+      out = slot.unit->forward(h);
+    }
+    unit_backwards_.watch({a.stage, a.microbatch},
+                          concat(short_label({ActionType::backward, a.stage, a.microbatch}, s_.spec), " ", name), out);
+    return out;
   }
 
   void backward(const Action& a, std::size_t k) {
@@ -135,6 +143,7 @@ class StepPlay {
     } else {
       y.backward();
     }
+    unit_backwards_.emit(key, Clock::now());
     s_.dp->after_backward(mb);
     out_.busy_s += seconds_since(started);
     record(a, started);
@@ -243,6 +252,7 @@ class StepPlay {
   Clock::time_point t0_;
   std::map<Key, at::Tensor> inputs_, outputs_, input_grads_;
   std::map<Key, PendingRecv> activations_in_, grads_in_;
+  UnitBackwardTrace unit_backwards_;
   std::map<Key, int64_t> held_bytes_;
   int64_t held_now_ = 0;
   int64_t backward_index_ = 0;

@@ -2,7 +2,7 @@
 // Where the steps of [debug] trace_steps go, as they run, in Chrome's trace event format
 // (chrome://tracing, ui.perfetto.dev, Holistic Trace Analysis): one recorder per rank
 // process, on only during a traced step. The executor's forwards and backwards (and
-// each unit's forward inside them), the step's phases, every collective as an async
+// each unit's forward and backward inside them), the step's phases, every collective as an async
 // event from issue to completion, and every send and receive as a slice with a flow
 // arrow from the sender's to the receiver's. Times are microseconds of the monotonic
 // clock, which every process of a machine shares.

@@ -2,7 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +102,21 @@ void expect_check_passed(const TempDir& dir, const ProcessResult& r, const std::
   CHECK(report.at("tolerance").get<double>() == (dtype == "float64" ? 1e-10 : 1e-5));
   // Clipping was on: the reference's first gradient norm is above 0.5.
   CHECK(read_metrics(dir / "check/reference").front().at("grad_norm").get<double>() > 0.5);
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  REQUIRE(bound);
+  return ntohs(addr.sin_port);
 }
 
 }  // namespace plait::test

@@ -53,6 +53,11 @@ ProcessResult quickstart_check(const TempDir& dir, int ranks, const std::string&
 // default tolerance of its dtype, and clipping really on in the reference.
 void expect_check_passed(const TempDir& dir, const ProcessResult& r, const std::string& dtype);
 
+// A loopback port that no socket holds now, chosen by the kernel (bind to port 0), for a
+// test that must name --master-port itself. A port picked at random from the ephemeral
+// range can be a connection of a test running beside it: the store then cannot bind.
+int free_port();
+
 // A path inside the source tree.
 std::string source_path(const std::string& relative);
 

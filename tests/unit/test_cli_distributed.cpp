@@ -30,7 +30,6 @@ std::vector<std::string> args_with(std::vector<std::string> head, const std::vec
   return head;
 }
 
-int free_port() { return 30000 + static_cast<int>((::getpid() * 7 + Clock::now().time_since_epoch().count()) % 20000); }
 
 }  // namespace
 
@@ -183,7 +182,7 @@ TEST_CASE("ranks started with torchrun's variables train exactly as plait's laun
 TEST_CASE("two launchers of one job (--nnodes 2 over loopback) both succeed, the store's host leaving last", "[dist]") {
   TempDir dir;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const int port = free_port() + attempt;
+    const int port = free_port();
     auto node = [&](int n) {
       return std::async(std::launch::async, [&, n] {
         const auto out = dir / concat("try", attempt, "-node", n);

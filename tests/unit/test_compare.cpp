@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compare/comparison.hpp"
+#include "compare/run_record.hpp"
 #include "compare/report_sections.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
@@ -120,6 +121,21 @@ TEST_CASE("a bundle whose content changed between runs is named, and a failed ru
   CHECK_THAT(text, Contains("bundle llama-3d changed between the runs: a read xxh3 00000000000000aa, b read xxh3 "
                             "00000000000000bb."));
   CHECK_THAT(text, Contains("Note: b did not finish (failed: step 3: the loss is nan)."));
+}
+
+TEST_CASE("a sweep folder's runs come in its sweep.json's order (its first combination the baseline) and other folders by name",
+          "[compare]") {
+  TempDir dir;
+  for (const char* run : {"b", "a.r1", "a.r2", "c"}) write_file(dir / run / "config.lock.toml", "");
+  write_file(dir / "notes" / "readme.txt", "not a run");
+  auto names = [&] {
+    std::string out;
+    for (const auto& d : compare::expand_run_folders({dir.path().string()})) out += fs::path(d).filename().string() + " ";
+    return out;
+  };
+  CHECK(names() == "a.r1 a.r2 b c ");
+  write_file(dir / "sweep.json", R"({"combinations": [{"name": "c"}, {"name": "a"}, {"name": "b"}]})");
+  CHECK(names() == "c a.r1 a.r2 b ");
 }
 
 TEST_CASE("compare: ddp and zero 3 are equivalent with a speed ratio, and two learning rates diverge at step 2",

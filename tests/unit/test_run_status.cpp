@@ -23,7 +23,6 @@ namespace {
 
 nlohmann::json status_of(const fs::path& run) { return nlohmann::json::parse(read_file(run / "status.json")); }
 
-int free_port() { return 30000 + static_cast<int>((::getpid() * 13 + Clock::now().time_since_epoch().count()) % 20000); }
 
 // Waits until `file` holds `text` (a rank's log while it trains).
 bool wait_for(const fs::path& file, const std::string& text, std::chrono::seconds limit = std::chrono::seconds(90)) {

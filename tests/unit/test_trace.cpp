@@ -1,10 +1,11 @@
 // [debug] trace_steps on a dp 2 x pp 2 run (ddp, 1f1b): one Chrome trace of every rank,
-// each rank's forwards and backwards in its schedule's order (and each unit's forward
-// inside them) adding up to the busy time it reports, every collective as an async
+// each rank's forwards and backwards in its schedule's order (and each unit's forward and
+// backward inside them) adding up to the busy time it reports, every collective as an async
 // event with its tag, every send linked by a flow to its receive on the other rank, and
 // per-rank files with their distributedInfo for Holistic Trace Analysis.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <set>
@@ -24,7 +25,8 @@ struct Seen {
   std::map<int, int> stage_of;  // pid -> pipeline stage, from the process names
   std::map<int, std::string> order;  // pid -> "F0 F1 B0 ..."
   std::map<int, double> busy_us;
-  std::map<int, int> units, waits;
+  std::map<int, int> waits;
+  std::map<int, std::vector<Json>> units, computes;  // pid -> unit slices; forward and backward slices
   std::map<uint64_t, Json> opened;   // collective id -> its begin event
   std::map<uint64_t, int> closed;
   std::map<uint64_t, std::vector<Json>> flows;
@@ -52,8 +54,9 @@ void look_at(Seen& s, const Json& e) {
     if (tid == kCompute && (cat == "forward" || cat == "backward")) {
       s.order[pid] += e.at("name").get<std::string>() + " ";
       s.busy_us[pid] += e.at("dur").get<double>();
+      s.computes[pid].push_back(e);
     }
-    if (tid == kCompute && cat == "unit") ++s.units[pid];
+    if (tid == kCompute && cat == "unit") s.units[pid].push_back(e);
     if (tid == kCompute && cat == "wait") ++s.waits[pid];
     if (tid == kTransfers) s.transfers.push_back(e);
   } else if (ph == "b") {
@@ -62,6 +65,35 @@ void look_at(Seen& s, const Json& e) {
     ++s.closed[e.at("id").get<uint64_t>()];
   } else if (ph == "s" || ph == "f") {
     s.flows[e.at("id").get<uint64_t>()].push_back(e);
+  }
+}
+
+// Each forward or backward ("F2", "B2") holds its units' slices ("F2 h.0", "B2 h.0"), the
+// backward's in the reverse of the forward's order.
+void check_units_inside(const std::vector<Json>& computes, const std::vector<Json>& units) {
+  std::map<std::string, std::vector<std::string>> inside;  // "F2" -> its units, in time order
+  for (const Json& c : computes) {
+    const std::string name = c.at("name");
+    const double from = c.at("ts").get<double>(), to = from + c.at("dur").get<double>();
+    std::vector<std::pair<double, std::string>> found;
+    for (const Json& u : units) {
+      const std::string unit = u.at("name");
+      if (unit.rfind(name + " ", 0) != 0) continue;
+      const double ts = u.at("ts").get<double>();
+      INFO(unit << " at " << ts << " in " << name << " [" << from << ", " << to << "]");
+      CHECK(ts >= from - 1.0);
+      CHECK(ts + u.at("dur").get<double>() <= to + 1.0);
+      found.emplace_back(ts, unit.substr(name.size() + 1));
+    }
+    std::sort(found.begin(), found.end());
+    for (const auto& [ts, unit] : found) inside[name].push_back(unit);
+  }
+  for (const auto& [name, forward_units] : inside) {
+    if (name[0] != 'F') continue;
+    std::vector<std::string> reversed(forward_units.rbegin(), forward_units.rend());
+    INFO(name);
+    CHECK(forward_units.size() == 2);
+    CHECK(inside["B" + name.substr(1)] == reversed);
   }
 }
 
@@ -86,7 +118,8 @@ TEST_CASE("a traced step of dp 2 x pp 2 is one Chrome trace with every rank, tag
   for (const auto& [pid, stage] : s.stage_of) {
     INFO("rank " << pid << " (stage " << stage << ")");
     CHECK(s.order[pid] == (stage == 0 ? "F0 F1 B0 F2 B1 F3 B2 B3 " : "F0 B0 F1 B1 F2 B2 F3 B3 "));
-    CHECK(s.units[pid] == 4 * 2);  // the tiny gpt2: embedding and block 0, then block 1 and the head
+    CHECK(s.units[pid].size() == 4 * 2 * 2);  // the tiny gpt2: embedding and block 0, then block 1 and the head
+    check_units_inside(s.computes[pid], s.units[pid]);
     CHECK(s.waits[pid] == 4);      // stage 0 waits for each gradient, stage 1 for each activation
     const double reported = metrics[1].at("ranks")[static_cast<std::size_t>(pid)].at("pipeline_busy_us").get<double>();
     CHECK(s.busy_us[pid] == Approx(reported).epsilon(0.01));
