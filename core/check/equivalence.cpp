@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "check/tolerance.hpp"
 #include "io/safetensors.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -26,8 +27,6 @@ std::vector<double> losses_of(const std::string& dir) {
   while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
   return out;
 }
-
-double relative(double a, double b) { return std::abs(a - b) / std::max(std::abs(b), 1e-30); }
 
 }  // namespace
 
@@ -68,7 +67,7 @@ EquivalenceReport compare_runs(const std::string& candidate_dir, const std::stri
     report.failures.push_back(concat("the candidate ran ", a.size(), " steps, the reference ", b.size()));
   }
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    const double r = relative(a[i], b[i]);
+    const double r = relative_difference(a[i], b[i]);
     report.losses.push_back({static_cast<int64_t>(i + 1), a[i], b[i], r});
     if (!(r <= tolerance)) {
       report.failures.push_back(concat("step ", i + 1, " loss ", a[i], " vs ", b[i], " (relative ", r, ")"));
@@ -92,7 +91,7 @@ EquivalenceReport compare_runs(const std::string& candidate_dir, const std::stri
     }
     const double ref_norm = at::linalg_vector_norm(it->second, 2).item<double>();
     const double diff = at::linalg_vector_norm(t.to(at::kDouble) - it->second, 2).item<double>();
-    const double r = ref_norm > 0 ? diff / ref_norm : diff;
+    const double r = ref_norm > 0 ? diff / ref_norm : diff;  // ||a - b|| / ||b||, as relative_difference
     report.grads.push_back({name, r, ref_norm});
     if (!(r <= tolerance)) {
       report.failures.push_back(concat("gradient '", name, "' differs by ", r, " (relative)"));

@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/launch_plan.hpp"
+#include "check/tolerance.hpp"
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "run/subprocess.hpp"
@@ -55,7 +56,7 @@ std::vector<std::string> run_argv(const CheckArgs& args, const fs::path& folder,
 // The single-process run of the same global batch.
 std::vector<std::string> reference_flags(int64_t rows) {
   std::vector<std::string> out;
-  for (const std::string& s : std::vector<std::string>{"parallel.data=none", "parallel.pipeline=none", "parallel.tensor=none", "parallel.offload=none",
+  for (const std::string& s : std::vector<std::string>{"parallel.data=single", "parallel.pipeline=none", "parallel.tensor=none", "parallel.offload=none",
                         "parallel.dp=1", "parallel.pp=1", "parallel.tp=1", "data.micro_batch_size=" + std::to_string(rows)}) {
     out.push_back("--set");
     out.push_back(s);
@@ -89,12 +90,13 @@ int check(const CheckArgs& args) {
   const LaunchRequest candidate_request{
       .config = args.run.config, .out = (out / "candidate").string(), .nproc_per_node = args.run.nproc_per_node};
   PreparedRun prep = prepare_run(args.run.config, args.run.overrides(), known_world(candidate_request));
+  log_config_notes(prep);
   plan_launch(prep, candidate_request);
   check_run_folder(out.string());
   const std::string dtype = prep.config->table("train").get<std::string>("dtype");
-  PLAIT_CHECK(args.tolerance || dtype != "bfloat16", "the equivalence check has no default tolerance for bfloat16",
+  PLAIT_CHECK(args.tolerance || default_tolerance(dtype), concat("the equivalence check has no default tolerance for ", dtype),
               "pass --tolerance, or check in float32 or float64");
-  const double tolerance = args.tolerance.value_or(dtype == "float64" ? 1e-10 : 1e-5);
+  const double tolerance = args.tolerance ? *args.tolerance : *default_tolerance(dtype);
   const int64_t rows = prep.config->table("data").get<int64_t>("micro_batch_size") * prep.mesh.dp;
   create_run_folder(out.string());
 

@@ -9,6 +9,7 @@ namespace plait::cli {
 int config_show(const ConfigArgs& args) {
   if (args.resolved) {
     PreparedRun prep = prepare_run(args.config, args.sets);
+    log_config_notes(prep);
     std::cout << prep.config->to_toml(args.provenance);
   } else {
     std::cout << tree_to_toml(load_config(args.config, args.sets).tree, args.provenance);

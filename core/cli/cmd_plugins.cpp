@@ -26,6 +26,7 @@ int plugins(const PluginsArgs& args) {
       out["plugins"].push_back({{"name", p.name},
                                 {"kind", p.kind},
                                 {"version", p.version},
+                                {"api", concat(p.api_major, ".", p.api_minor)},
                                 {"capabilities", p.capabilities},
                                 {"available", p.available},
                                 {"unavailable_reason", p.unavailable_reason},
@@ -39,7 +40,8 @@ int plugins(const PluginsArgs& args) {
     for (const auto& p : registry.plugins()) {
       std::string caps;
       for (const auto& c : p.capabilities) caps += (caps.empty() ? "" : ",") + c;
-      std::cout << p.kind << "\t" << p.name << " " << p.version << (p.available ? "" : " (unavailable: " + p.unavailable_reason + ")")
+      std::cout << p.kind << "\t" << p.name << " " << p.version << " (API " << p.api_major << "." << p.api_minor << ")"
+                << (p.available ? "" : " (unavailable: " + p.unavailable_reason + ")")
                 << "\n    " << p.summary << "\n    capabilities: " << (caps.empty() ? "-" : caps) << "\n    " << p.path
                 << "\n";
     }

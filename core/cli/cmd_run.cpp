@@ -10,6 +10,7 @@ int run(const RunArgs& args) {
   if (auto worker = worker_from_env(args.master_addr, args.master_port)) return run_worker(*worker, args);
   const LaunchRequest request = launch_request(args);
   PreparedRun prep = prepare_run(args.config, args.overrides(), known_world(request));
+  log_config_notes(prep);
   const LaunchPlan launch = plan_launch(prep, request);
   return launch.single_process ? run_single(prep, launch, args) : run_launcher(prep, launch, args);
 }
@@ -18,6 +19,7 @@ int run(const RunArgs& args) {
 int config_validate(const RunArgs& args) {
   const LaunchRequest request = launch_request(args);
   PreparedRun prep = prepare_run(args.config, args.overrides(), known_world(request));
+  log_config_notes(prep);
   const LaunchPlan launch = plan_launch(prep, request);
   std::string plugins;
   for (const auto& c : prep.config->plugins()) plugins += (plugins.empty() ? "" : ", ") + c.role + "=" + c.name;

@@ -32,6 +32,7 @@ void write_trace(const SchedulePlan& plan, const std::string& path) {
 
 int schedule_show(const ScheduleArgs& args) {
   const PreparedRun prep = prepare_run(args.config, args.sets);
+  log_config_notes(prep);
   const SchedulePlan& plan = prep.pipeline.schedule;
   const ScheduleSpec& spec = plan.spec;
   std::printf("schedule %s: pp %lld, %lld virtual stage%s per rank, %lld microbatches (train.grad_accum)\n",
@@ -54,13 +55,20 @@ int schedule_show(const ScheduleArgs& args) {
     std::printf("rank %zu |%s\n", r, row.c_str());
   }
   std::printf("\n%-8s %10s %10s %16s\n", "rank", "idle", "formula", "peak in flight");
-  const double ideal = ideal_idle_fraction(spec);
   for (std::size_t r = 0; r < plan.simulated.ranks.size(); ++r) {
-    std::printf("%-8zu %9.1f%% %9.1f%% %16lld\n", r, 100.0 * plan.simulated.idle_fraction[r], 100.0 * ideal,
+    const std::string ideal =
+        plan.ideal_idle_share ? concat(std::lround(1000.0 * *plan.ideal_idle_share) / 10.0, "%") : std::string("-");
+    std::printf("%-8zu %9.1f%% %10s %16lld\n", r, 100.0 * plan.simulated.idle_fraction[r], ideal.c_str(),
                 static_cast<long long>(plan.simulated.peak_in_flight[r]));
   }
-  std::printf("formula: (p-1)/(v*m+p-1) with p %lld, v %lld, m %lld\n", static_cast<long long>(spec.pp),
-              static_cast<long long>(spec.stages_per_rank), static_cast<long long>(spec.microbatches));
+  if (plan.ideal_idle_share) {
+    std::printf("formula: %s with p %lld, v %lld, m %lld\n", plan.idle_share_formula.c_str(),
+                static_cast<long long>(spec.pp), static_cast<long long>(spec.stages_per_rank),
+                static_cast<long long>(spec.microbatches));
+  } else {
+    std::printf("formula: none; the schedule '%s' gives no idle-share formula (plait::ScheduleModel, plugin API 12.1)\n",
+                plan.plugin.c_str());
+  }
   if (!args.trace.empty()) {
     write_trace(plan, args.trace);
     std::printf("Chrome trace written to %s (open in chrome://tracing or ui.perfetto.dev)\n", args.trace.c_str());

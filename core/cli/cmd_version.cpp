@@ -12,7 +12,8 @@ namespace plait::cli {
 int version() {
   std::cout << "plait " << PLAIT_VERSION << "\n"
             << "LibTorch " << TORCH_VERSION << " (C++11 ABI " << _GLIBCXX_USE_CXX11_ABI << ")\n"
-            << "plugin API " << PLAIT_API_VERSION << "\n";
+            << "plugin API " << PLAIT_API_VERSION_STRING << " (loads plugins built for " << PLAIT_API_MAJOR
+            << ".0 to " << PLAIT_API_VERSION_STRING << ")\n";
   const auto& cuda = at::detail::getCUDAHooks();
   if (cuda.hasCUDA()) {
     const long v = cuda.versionCUDART();

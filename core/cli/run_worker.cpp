@@ -10,6 +10,7 @@
 #include "distributed/core_binding.hpp"
 #include "distributed/rank_device.hpp"
 #include "distributed/rendezvous.hpp"
+#include "loader/plugin_instance.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/run_folder.hpp"
@@ -61,26 +62,20 @@ void agree_on_config(const WorkerEnv& worker, const PreparedRun& prep, JobStore&
 
 // The communicators of every axis, from the comm plugin; the world goes before its backend.
 struct Joined {
-  std::shared_ptr<CommBackend> backend;
-  std::unique_ptr<Logger> log;
+  PluginInstance<CommBackend> backend;
   std::unique_ptr<World> world;
 };
 
 Joined join_world(const WorkerEnv& worker, const PreparedRun& prep, std::unique_ptr<JobStore> store) {
   const std::string comm_name = prep.config->table("parallel").get<std::string>("comm");
   Joined joined;
-  joined.backend = std::static_pointer_cast<CommBackend>(prep.registry->create(*prep.registry->find(comm_name)));
-  joined.log = make_logger("plugin." + comm_name);
-  joined.backend->configure({.plugin_name = comm_name,
-                             .options = &prep.config->table(comm_name),
-                             .log = joined.log.get(),
-                             .metrics = nullptr,  // the core counts communication itself
-                             .rank = worker.rank,
-                             .world_size = worker.world_size});
+  // No metrics sink: the core counts communication itself.
+  joined.backend = make_plugin<CommBackend>(*prep.registry, prep.config->table(comm_name), comm_name, {},
+                                            {worker.rank, worker.world_size});
   const at::Device device =
       rank_device(prep.config->table("train").get<std::string>("device") == "cuda", worker.local_rank);
   use_rank_device(device);
-  joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend, prep.dist, device.str(),
+  joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend.plugin, prep.dist, device.str(),
                              core_log());
   if (worker.rank == 0) core_log().info("plait ", PLAIT_VERSION, ": ", worker.world_size, " ranks joined (", comm_name, ")");
   return joined;
@@ -110,6 +105,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   // plait's launcher checked everything, data included, before it started this rank.
   PreparedRun prep = prepare_run(args.config, args.overrides(), worker.world_size, /*scan_data=*/!from_plait);
   configure_logging("", args.verbose);  // plait's launcher writes this rank's output to its log
+  if (!from_plait && worker.rank == 0) log_config_notes(prep);
   const std::vector<int> cores = cores_for(prep, worker.local_world_size, worker.local_rank);
   if (!cores.empty()) bind_process_to(cores);
   std::unique_ptr<JobStore> store = join_store(worker, prep, who);

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "check/tolerance.hpp"
 #include "plait/sdk/error.hpp"
 #include "timing/phase_clock.hpp"
 
@@ -108,14 +109,12 @@ void agree_losses(Comparison& c) {
   for (const auto& r : c.runs) dtypes.insert(setting_of(r, "train.dtype"));
   if (dtypes.size() > 1) {
     a.tolerance_basis = "the runs train in different dtypes: no common tolerance";
-  } else if (*dtypes.begin() == "\"float64\"") {
-    a.tolerance = 1e-10;
-    a.tolerance_basis = "float64 (plait check's default)";
-  } else if (*dtypes.begin() == "\"float32\"") {
-    a.tolerance = 1e-5;
-    a.tolerance_basis = "float32 (plait check's default)";
   } else {
-    a.tolerance_basis = concat("plait check has no default tolerance for ", *dtypes.begin());
+    std::string dtype = *dtypes.begin();  // as TOML: "float32", quoted
+    if (dtype.size() >= 2 && dtype.front() == '"') dtype = dtype.substr(1, dtype.size() - 2);
+    a.tolerance = default_tolerance(dtype);
+    a.tolerance_basis = a.tolerance ? concat(dtype, " (plait check's default)")
+                                    : concat("plait check has no default tolerance for \"", dtype, "\"");
   }
   std::vector<std::map<int64_t, double>> losses;
   for (const auto& r : c.runs) {
@@ -134,7 +133,7 @@ void agree_losses(Comparison& c) {
         everywhere = false;
         break;
       }
-      worst = std::max(worst, std::fabs(it->second - first) / std::max(std::fabs(first), 1e-300));
+      worst = std::max(worst, relative_difference(it->second, first));
     }
     if (!everywhere) continue;
     a.steps.push_back(step);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/options_edit.hpp"
 #include "plait/sdk/error.hpp"
 #include "schema_checkpoint.hpp"
 #include "schema_data.hpp"
@@ -71,6 +72,23 @@ std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree) {
 }
 
 // Every key belongs to a table: a root-level one is refused, pointing at the table it may belong to.
+// "none" means no plugin in every role. Before API 12 it was also the single-process data
+// strategy's name, now "single"; a config that says data = "none" still chooses it, and
+// a note says so once.
+constexpr const char* kSingleProcess = "single";
+
+static void resolve_data_alias(ResolvedTable& parallel, std::vector<std::string>& notes) {
+  const Options& o = parallel.options;
+  if (o.get<std::string>("data") != "none") return;
+  notes.push_back(concat(o.where("data"), ": [parallel] data = \"none\" chooses '", kSingleProcess,
+                         "', the single-process strategy (its name before plugin API 12); write data = \"",
+                         kSingleProcess, "\""));
+  parallel.options = with_values(o, {{"data", std::string(kSingleProcess), o.where("data")}});
+  for (auto& entry : parallel.entries) {
+    if (entry.key == "data") entry.value = ConfigValue::of(std::string(kSingleProcess));
+  }
+}
+
 static void refuse_root_keys(const ConfigTree& tree, const std::vector<std::string>& all_keys) {
   for (const auto& [key, entry] : tree.table("")) {
     std::vector<std::string> bare;
@@ -103,12 +121,15 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   }
 
   // Which plugins play which role.
+  for (auto& [name, table] : out.tables_) {
+    if (name == "parallel") resolve_data_alias(table, out.notes_);
+  }
   const Options& parallel = out.table("parallel");
   const bool one_process = !launched && parallel.get<int64_t>("dp") == 1 && parallel.get<int64_t>("pp") == 1 &&
                            parallel.get<int64_t>("tp") == 1;
   for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
     const std::string name = parallel.get<std::string>(role);
-    if (role != "data" && name == "none") continue;
+    if (name == "none") continue;
     if (role == "comm" && one_process) continue;  // nothing to communicate
     const ConfigEntry* entry = tree.find("parallel", role);
     Source source = entry ? entry->source : Source::from_default();

@@ -8,7 +8,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/schema.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "loader/plugin_registry.hpp"
 
 namespace plait {
 
@@ -31,6 +31,10 @@ class ResolvedConfig {
   const std::vector<PluginChoice>& plugins() const { return choices_; }
   const std::vector<std::pair<std::string, ResolvedTable>>& tables() const { return tables_; }
 
+  // What the user should know about how the config was read (an old name, say), each
+  // starting at its place; shown once, by whoever reads the config first.
+  const std::vector<std::string>& notes() const { return notes_; }
+
   // As TOML, every value given or defaulted, optionally with where each came from.
   // The [lock] table is left out: a run writes its own.
   std::string to_toml(bool provenance) const;
@@ -39,6 +43,7 @@ class ResolvedConfig {
   friend ResolvedConfig resolve_config(const ConfigTree&, const PluginRegistry&, bool);
   std::vector<std::pair<std::string, ResolvedTable>> tables_;
   std::vector<PluginChoice> choices_;
+  std::vector<std::string> notes_;
 };
 
 // [plugins].paths, resolved against the file that set them (needed before the registry

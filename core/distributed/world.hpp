@@ -13,7 +13,7 @@
 #include "distributed/comm_stats.hpp"
 #include "distributed/mesh.hpp"
 #include "distributed/rendezvous.hpp"
-#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/context.hpp"
 
 namespace plait {

@@ -21,12 +21,6 @@ std::string describe(const Action& a) {
   return concat(action_name(a.type), " of stage ", a.stage, " microbatch ", a.microbatch);
 }
 
-double ideal_idle_fraction(const ScheduleSpec& spec) {
-  const auto p = static_cast<double>(spec.pp), m = static_cast<double>(spec.microbatches),
-             v = static_cast<double>(spec.stages_per_rank);
-  return (p - 1.0) / (v * m + p - 1.0);
-}
-
 SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, const ScheduleSpec& spec,
                                  const std::string& plugin, double forward_cost, double backward_cost) {
   const int64_t p = spec.pp, stages = spec.stages(), m = spec.microbatches;

@@ -29,10 +29,6 @@ struct SimulatedSchedule {
 SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, const ScheduleSpec& spec,
                                  const std::string& plugin, double forward_cost = 1.0, double backward_cost = 2.0);
 
-// The ideal idle share of gpipe and 1f1b, (p-1)/(m+p-1), and of the interleaved schedule
-// with v stages per rank, (p-1)/(v*m + p-1).
-double ideal_idle_fraction(const ScheduleSpec& spec);
-
 std::string describe(const Action& a);
 
 }  // namespace plait

@@ -13,7 +13,7 @@ std::vector<Action> sequential_actions(int64_t microbatches) {
   return out;
 }
 
-SchedulePlan plan_schedule(const PipelineSchedule* schedule, const std::string& name, int64_t pp, int64_t microbatches) {
+SchedulePlan plan_schedule(PipelineSchedule* schedule, const std::string& name, int64_t pp, int64_t microbatches) {
   SchedulePlan plan;
   plan.plugin = name;
   plan.spec = {pp, schedule ? schedule->stages_per_rank() : 1, microbatches};
@@ -27,21 +27,24 @@ SchedulePlan plan_schedule(const PipelineSchedule* schedule, const std::string& 
     plan.ranks.push_back(schedule ? schedule->actions(plan.spec, r) : sequential_actions(microbatches));
   }
   plan.simulated = check_schedule(plan.ranks, plan.spec, name);
+  if (schedule == nullptr) {
+    plan.ideal_idle_share = 0.0;  // one stage: nothing to wait for
+    plan.idle_share_formula = "0 (no pipeline)";
+  } else if (ScheduleModel* model = extension<ScheduleModel>(*schedule)) {
+    plan.ideal_idle_share = model->ideal_idle_share(plan.spec);
+    plan.idle_share_formula = model->idle_share_formula();
+  }
   return plan;
 }
 
-PluginInstance<PipelineSchedule> configured_schedule(const PluginRegistry& registry, const ResolvedConfig& config,
-                                                     StepMetrics& metrics, int rank, int world_size) {
+PluginInstance<PipelineSchedule> configured_schedule(const PluginRegistry& registry, const ResolvedConfig& config) {
   const std::string name = config.table("parallel").get<std::string>("pipeline");
   if (name == "none") return {};
-  auto instance = make_plugin<PipelineSchedule>(registry, config.table(name), name, metrics, rank, world_size);
-  instance.plugin->configure(instance.context);
-  return instance;
+  return make_plugin<PipelineSchedule>(registry, config.table(name), name, {});
 }
 
 SchedulePlan plan_configured_schedule(const PluginRegistry& registry, const ResolvedConfig& config, int64_t pp) {
-  StepMetrics metrics;
-  auto schedule = configured_schedule(registry, config, metrics);
+  auto schedule = configured_schedule(registry, config);
   return plan_schedule(schedule.plugin.get(), config.table("parallel").get<std::string>("pipeline"), pp,
                        config.table("train").get<int64_t>("grad_accum"));
 }

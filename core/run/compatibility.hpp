@@ -3,7 +3,7 @@
 // starts: a combination a plugin does not support is one sentence naming both sides
 // and the missing capability.
 #include "config/resolve.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "loader/plugin_registry.hpp"
 
 namespace plait {
 

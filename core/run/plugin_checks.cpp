@@ -3,41 +3,33 @@
 #include <map>
 #include <utility>
 
+#include "config/options_edit.hpp"
 #include "data/make_sampler.hpp"
 #include "metrics/metrics_writer.hpp"
-#include "plugins/plugin_instance.hpp"
-#include "plait/sdk/communicator.hpp"
+#include "loader/plugin_instance.hpp"
+#include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/pipeline.hpp"
+#include "plait/sdk/run_check.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
 
 namespace plait {
 namespace {
 
-// `base` with some values replaced: each change is (key, value, where it came from).
-Options with_values(const Options& base, const std::vector<std::tuple<std::string, OptionValue, std::string>>& changes) {
-  std::map<std::string, OptionValue> values = base.values();
-  std::map<std::string, std::string> places;
-  std::map<std::string, bool> defaults;
-  for (const auto& [key, value] : values) {
-    places[key] = base.where(key);
-    defaults[key] = base.is_default(key);
+// Runs `plugin`'s check on a configured instance of its own kind made for it alone.
+template <class Interface>
+void check_one(const PluginRegistry& registry, const ResolvedConfig& config, const std::string& name, int world,
+               const RunCheck& run) {
+  StepMetrics metrics;
+  const PluginInstance<Interface> instance =
+      make_plugin<Interface>(registry, config.table(name), name, {.metrics = &metrics}, {.rank = 0, .world_size = world});
+  try {
+    instance.plugin->check(run);
+  } catch (const Error& e) {
+    // A copy made here: the plugin's exception must not outlive its library's objects.
+    throw Error(e.what(), e.hint(), e.origin());
   }
-  for (const auto& [key, value, place] : changes) {
-    values[key] = value;
-    places[key] = place;
-  }
-  return Options(base.table(), std::move(values), std::move(places), std::move(defaults));
-}
-
-// The instance as its base class; the registry hands out a pointer to its kind interface.
-std::shared_ptr<const Plugin> as_plugin(const PluginRecord& record, std::shared_ptr<void> instance) {
-  if (record.kind == DataParallel::kKind) return std::static_pointer_cast<DataParallel>(instance);
-  if (record.kind == CommBackend::kKind) return std::static_pointer_cast<CommBackend>(instance);
-  if (record.kind == PipelineSchedule::kKind) return std::static_pointer_cast<PipelineSchedule>(instance);
-  if (record.kind == TensorParallel::kKind) return std::static_pointer_cast<TensorParallel>(instance);
-  return std::static_pointer_cast<Offload>(instance);
 }
 
 }  // namespace
@@ -56,24 +48,21 @@ void check_plugins(const ResolvedConfig& config, const PluginRegistry& registry,
   StepMetrics metrics;
   PluginInstance<Offload> offload;
   if (const std::string name = parallel.get<std::string>("offload"); name != "none") {
-    offload = make_plugin<Offload>(registry, config.table(name), name, metrics, 0, mesh.world());
-    offload.plugin->configure(offload.context);
+    offload = make_plugin<Offload>(registry, config.table(name), name, {.metrics = &metrics}, {.rank = 0, .world_size = mesh.world()});
   }
+  const RunCheck run{.model = &dimensions,
+                     .parallel = &degrees,
+                     .data = &sequences,
+                     .train = &config.table("train"),
+                     .offload = offload.plugin.get()};
   for (const auto& choice : config.plugins()) {
-    const PluginRecord& record = *registry.find(choice.name);
-    const std::shared_ptr<const Plugin> plugin = as_plugin(record, registry.create(record));
-    const RunCheck run{.own = &config.table(choice.name),
-                       .model = &dimensions,
-                       .parallel = &degrees,
-                       .data = &sequences,
-                       .train = &config.table("train"),
-                       .offload = offload.plugin.get()};
-    try {
-      plugin->check(run);
-    } catch (const Error& e) {
-      // A copy made here: the plugin's exception must not outlive its library's objects.
-      throw Error(e.what(), e.hint(), e.origin());
-    }
+    const std::string& kind = registry.find(choice.name)->kind;
+    const int world = mesh.world();
+    if (kind == DataParallel::kKind) check_one<DataParallel>(registry, config, choice.name, world, run);
+    if (kind == CommBackend::kKind) check_one<CommBackend>(registry, config, choice.name, world, run);
+    if (kind == PipelineSchedule::kKind) check_one<PipelineSchedule>(registry, config, choice.name, world, run);
+    if (kind == TensorParallel::kKind) check_one<TensorParallel>(registry, config, choice.name, world, run);
+    if (kind == Offload::kKind) check_one<Offload>(registry, config, choice.name, world, run);
   }
 }
 

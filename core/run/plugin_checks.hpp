@@ -4,7 +4,7 @@
 #include "config/resolve.hpp"
 #include "distributed/mesh.hpp"
 #include "model/model_spec.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "loader/plugin_registry.hpp"
 
 namespace plait {
 

@@ -11,7 +11,8 @@
 #include "run/plugin_checks.hpp"
 #include "run/resume_check.hpp"
 #include "run/tensor_shapes_check.hpp"
-#include "runtime/torch_info.hpp"
+#include "loader/host_abi.hpp"
+#include "log/logging.hpp"
 
 namespace plait {
 
@@ -69,6 +70,10 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.dist = {ms(dist.get<double>("rendezvous_timeout_s")), ms(dist.get<double>("collective_timeout_s")),
               ms(dist.get<double>("hang_warning_s"))};
   return run;
+}
+
+void log_config_notes(const PreparedRun& run) {
+  for (const std::string& note : run.config->notes()) core_log().warn(note);
 }
 
 }  // namespace plait

@@ -12,7 +12,7 @@
 #include "model/model_spec.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "loader/plugin_registry.hpp"
 
 namespace plait {
 
@@ -44,6 +44,10 @@ struct PreparedRun {
 // skips it: its launcher just did).
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
                         int known_world = 0, bool scan_data = true);
+
+// The config's notes (ResolvedConfig::notes), as warnings: once per command, so a
+// command's entry point calls it, and a rank only when no launcher of plait's did.
+void log_config_notes(const PreparedRun& run);
 
 // The registry without a config (for `plait plugins`).
 PluginRegistry discover_plugins(const std::vector<SearchDir>& extra = {});

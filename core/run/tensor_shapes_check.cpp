@@ -3,7 +3,7 @@
 #include "metrics/metrics_writer.hpp"
 #include "model/model_zoo.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
-#include "plugins/plugin_instance.hpp"
+#include "loader/plugin_instance.hpp"
 
 namespace plait {
 namespace {
@@ -48,12 +48,12 @@ void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& reg
   const std::string name = parallel.get<std::string>("tensor");
   if (name == "none" || mesh.tp == 1) return;
   StepMetrics metrics;
-  auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, metrics, 0, mesh.world());
+  auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics}, {0, static_cast<int>(mesh.world())});
   QuietLogger quiet;
-  tensor.context.log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
+  tensor.context->log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
   ShapeOnlyGroup group(mesh.tp);
   at_place(parallel.where("tp"), [&] {
-    std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.context = &tensor.context, .tp_group = &group});
+    std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.tp_group = &group});
     build_model(model, *factory, {0, at::TensorOptions().device(at::kMeta)});
   });
 }

@@ -28,10 +28,10 @@ CheckpointSaver::CheckpointSaver(const RunPlan& plan, Rank& rank) : plan_(plan),
   explicit_ = every_ > 0 || !c.is_default("final");
   // Only at its default can `final` meet a plugin that cannot save (the launch refuses the
   // rest): the launch has warned that this run ends without a checkpoint.
-  const bool can = plan.registry->find(rank.dp.context.plugin_name)->has_capability(capability::checkpoint);
+  const bool can = plan.registry->find(rank.dp.context->plugin_name)->has_capability(capability::checkpoint);
   final_ = c.get<bool>("final") && can;
   if (c.get<bool>("final") && !can && plan.world->rank() == 0) {
-    core_log().warn("data plugin '", rank.dp.context.plugin_name, "' cannot save checkpoints (it lacks the capability '",
+    core_log().warn("data plugin '", rank.dp.context->plugin_name, "' cannot save checkpoints (it lacks the capability '",
                     capability::checkpoint, "'): this run ends without one (set checkpoint.final = false to say so)");
   }
   last_step_ = plan.config->table("train").get<int64_t>("steps");
@@ -99,7 +99,7 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
   if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
   barrier(world, "checkpoint-begin");
   if (!every_rank_sees(job.staging)) return;
-  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context.plugin_name);
+  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context->plugin_name);
   job.prepare_s = seconds_since(start);
   if (!async_) return write(job);
   pending_step_ = job.progress.step;

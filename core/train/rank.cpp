@@ -14,9 +14,10 @@ namespace plait {
 namespace {
 
 template <class Interface>
-PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, StepMetrics& metrics) {
-  return plait::make_plugin<Interface>(*plan.registry, plan.config->table(name), name, metrics, plan.world->rank(),
-                                       plan.world->size());
+PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& name, Rank& rank) {
+  return plait::make_plugin<Interface>(*plan.registry, plan.config->table(name), name,
+                                       {.metrics = &rank.metrics, .device = &rank.device_gauges},
+                                       {plan.world->rank(), plan.world->size()});
 }
 
 at::Device compute_device(const RunPlan& plan) {
@@ -33,9 +34,8 @@ void apply_tensor_parallel(const RunPlan& plan, Rank& rank) {
     rank.factory = make_dense_layer_factory();
     return;
   }
-  rank.tensor = make_plugin<TensorParallel>(plan, name, rank.metrics);
-  rank.factory = rank.tensor.plugin->layer_factory({.context = &rank.tensor.context,
-                                                    .tp_group = plan.world->group(Axis::tp)});
+  rank.tensor = make_plugin<TensorParallel>(plan, name, rank);
+  rank.factory = rank.tensor.plugin->layer_factory({.tp_group = plan.world->group(Axis::tp)});
 }
 
 // 2-3. The model through the factory, with real parameters only in the units this
@@ -67,13 +67,11 @@ void apply_data_parallel(const RunPlan& plan, Rank& rank) {
   const Options& parallel = plan.config->table("parallel");
   const Options& train = plan.config->table("train");
   if (const std::string name = parallel.get<std::string>("offload"); name != "none") {
-    rank.offload = make_plugin<Offload>(plan, name, rank.metrics);
-    rank.offload.plugin->configure(rank.offload.context);
+    rank.offload = make_plugin<Offload>(plan, name, rank);
   }
-  rank.dp = make_plugin<DataParallel>(plan, parallel.get<std::string>("data"), rank.metrics);
+  rank.dp = make_plugin<DataParallel>(plan, parallel.get<std::string>("data"), rank);
   World& world = *plan.world;
   rank.dp.plugin->setup({
-      .context = &rank.dp.context,
       .model = &rank.stages.model,
       .adamw = {.beta1 = train.get<double>("beta1"),
                 .beta2 = train.get<double>("beta2"),

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "checkpoint/state_layout.hpp"
+#include "metrics/device_gauges.hpp"
 #include "metrics/metrics_writer.hpp"
 #include "model/precision.hpp"
 #include "pipeline/pipeline_executor.hpp"
@@ -16,7 +17,7 @@
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
-#include "plugins/plugin_instance.hpp"
+#include "loader/plugin_instance.hpp"
 #include "train/host_reads.hpp"
 #include "train/trainer.hpp"
 
@@ -25,7 +26,8 @@ namespace plait {
 struct Rank {
   Precision precision;
   at::Device device{at::kCPU};
-  StepMetrics metrics;  // what the plugins report per step; they hold pointers into it
+  StepMetrics metrics;          // what the plugins report per step; they hold pointers into it
+  DeviceGauges device_gauges;   // what they leave on the device, read with the step's one read
   PluginInstance<TensorParallel> tensor;
   std::shared_ptr<LayerFactory> factory;
   RankStages stages;

@@ -11,6 +11,16 @@
 #include "train/step_report.hpp"
 
 namespace plait {
+namespace {
+
+// The step's figures, read with the gradient norm in its one read (StepArgs::loss_figures),
+// by position: the loss, this rank's share of it, the global batch's tokens, then the
+// device gauges plugins left (DeviceGauges).
+struct Figure {
+  static constexpr std::size_t global_loss_per_token = 0, loss_here = 1, global_tokens = 2, first_device_gauge = 3;
+};
+
+}  // namespace
 
 StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : plan_(plan), rank_(rank), dumps_(dumps) {
   const Options& train = plan.config->table("train");
@@ -49,9 +59,11 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   at::Tensor loss_here = out.schedule.loss_sum;
   if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) loss_here = loss_here * std::nan("");
   out.lr = lr_.at(step);
-  // The global loss, this rank's share and the tokens are read with the gradient norm,
-  // in the step's one read.
-  const at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
+  // The global loss, this rank's share, the tokens and the plugins' device gauges are read
+  // with the gradient norm, in the step's one read.
+  at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
+  const DeviceGauges::Taken gauges = rank_.device_gauges.take(rank_.device);
+  if (!gauges.keys.empty()) figures = at::cat({figures, gauges.values});
   {
     const PhaseScope timed(Phase::checkpoint);
     before_update();
@@ -62,9 +74,11 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
                                       .grad_clip = grad_clip_,
                                       .loss_figures = figures,
                                       .reader = &rank_.host_reads});
-  out.loss = out.result.loss_figures.at(0);
-  out.loss_finite_here = std::isfinite(out.result.loss_figures.at(1));
-  out.tokens = static_cast<int64_t>(out.result.loss_figures.at(2));
+  const std::vector<double>& read = out.result.loss_figures;
+  out.loss = read.at(Figure::global_loss_per_token);
+  out.loss_finite_here = std::isfinite(read.at(Figure::loss_here));
+  out.tokens = static_cast<int64_t>(read.at(Figure::global_tokens));
+  for (std::size_t i = 0; i < gauges.keys.size(); ++i) rank_.metrics.gauge(gauges.keys[i], read.at(Figure::first_device_gauge + i));
   if (out.result.applied) rank_.tied->after_step(*rank_.dp.plugin);
   return out;
 }

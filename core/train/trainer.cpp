@@ -53,7 +53,7 @@ void log_start(const RunPlan& plan, const Rank& rank) {
   core_log().info("model ", plan.model.family, " ", plan.model.size, ": ", closed_form_params(plan.model),
                   " parameters; data ", data.get<std::string>("source"), ", B=", data.get<int64_t>("micro_batch_size"),
                   " T=", resolve_seq_len(data, plan.model), " grad_accum=",
-                  plan.config->table("train").get<int64_t>("grad_accum"), "; strategy ", rank.dp.context.plugin_name,
+                  plan.config->table("train").get<int64_t>("grad_accum"), "; strategy ", rank.dp.context->plugin_name,
                   "; rank ", plan.world->rank(), " of ", plan.world->size());
   if (plan.model.attention == "sdpa") {
     // Asked of one sample's heads in the dtype attention sees (bf16 under autocast).

@@ -11,7 +11,7 @@
 #include "config/resolve.hpp"
 #include "distributed/world.hpp"
 #include "model/model_spec.hpp"
-#include "plugins/plugin_registry.hpp"
+#include "loader/plugin_registry.hpp"
 
 namespace plait {
 

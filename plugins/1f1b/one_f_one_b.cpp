@@ -9,7 +9,7 @@
 
 namespace {
 
-class OneFOneB final : public plait::PipelineSchedule {
+class OneFOneB final : public plait::PipelineSchedule, public plait::ScheduleModel {
  public:
   std::vector<plait::Action> actions(const plait::ScheduleSpec& spec, int64_t pp_rank) const override {
     using plait::schedules::add_backward;
@@ -25,6 +25,12 @@ class OneFOneB final : public plait::PipelineSchedule {
     for (int64_t i = m - warmup; i < m; ++i) add_backward(out, pp_rank, i, p);
     return out;
   }
+
+  double ideal_idle_share(const plait::ScheduleSpec& spec) const override {
+    return plait::schedules::flush_idle_share(spec);
+  }
+  const char* idle_share_formula() const override { return "(p-1)/(m+p-1)"; }
+  void* find_extension(std::string_view id) override { return plait::offer<plait::ScheduleModel>(this, id); }
 };
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#include "plait/sdk/communicator.hpp"
+#include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::c10d_comm {

@@ -10,27 +10,21 @@ namespace {
 
 class CpuOffload final : public plait::Offload {
  public:
-  void configure(const plait::PluginContext& context) override {
-    context_ = context;
-    params_ = context.options->get<bool>("params");
-    pin_ = context.options->get<bool>("pin_memory");
-  }
-
   bool offloads(plait::StateRole role) const override {
     return role != plait::StateRole::param || params_;
   }
 
   at::Tensor to_host(const at::Tensor& tensor) override {
-    plait::HostMemoryScope scope(context_.memory);
+    plait::HostMemoryScope scope(context().memory);
     const bool pin = pin_ && tensor.is_cuda();
     at::Tensor host = at::empty(tensor.sizes(), tensor.options().device(at::kCPU).pinned_memory(pin));
     host.copy_(tensor);
-    if (context_.metrics != nullptr) context_.metrics->count("d2h_bytes", static_cast<double>(host.nbytes()));
+    if (context().metrics != nullptr) context().metrics->count("d2h_bytes", static_cast<double>(host.nbytes()));
     return host;
   }
 
   void run_on_host(const std::function<void()>& work) override {
-    plait::HostMemoryScope scope(context_.memory);
+    plait::HostMemoryScope scope(context().memory);
     work();
   }
 
@@ -38,8 +32,13 @@ class CpuOffload final : public plait::Offload {
     return copies_.copy(to, from);  // the data plugin counts what it moves
   }
 
+ protected:
+  void on_configure() override {
+    params_ = options().get<bool>("params");
+    pin_ = options().get<bool>("pin_memory");
+  }
+
  private:
-  plait::PluginContext context_;
   bool params_ = false;
   bool pin_ = true;
   plait::offload::CopyStream copies_;

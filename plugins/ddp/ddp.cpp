@@ -22,10 +22,8 @@ struct Bucket {
 class Ddp final : public plait::DataParallel {
  public:
   void setup(const plait::DataParallelSetup& setup) override {
-    context_ = setup.context;
     comm_ = setup.dp_group;
-    const plait::Options& options = *context_->options;
-    overlap_ = options.get<bool>("overlap");
+    overlap_ = options().get<bool>("overlap");
     optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(),
                                          .adamw = setup.adamw,
                                          .tp_group = setup.tp_group,
@@ -34,13 +32,13 @@ class Ddp final : public plait::DataParallel {
                                          .release_grads = false});  // .grad are views of the buckets
     const auto& params = optimizer_.params();
     PLAIT_CHECK(!params.empty(), "ddp: the model has no parameters", "");
-    make_buckets(params, options.get<double>("bucket_cap_mb"));
-    if (comm_ != nullptr && options.get<bool>("broadcast_init")) broadcast_parameters(params);
+    make_buckets(params, options().get<double>("bucket_cap_mb"));
+    if (comm_ != nullptr && options().get<bool>("broadcast_init")) broadcast_parameters(params);
     for (std::size_t i = 0; i < params.size(); ++i) {
       hooks_.add(params[i].tensor, [this, i] { on_grad_ready(i); });
     }
-    context_->log->info("ddp: ", buckets_.size(), " buckets over ", params.size(), " parameters, ",
-                        comm_ ? comm_->size() : 1, " ranks, overlap ", overlap_ ? "on" : "off");
+    log().info("ddp: ", buckets_.size(), " buckets over ", params.size(), " parameters, ", comm_ ? comm_->size() : 1,
+               " ranks, overlap ", overlap_ ? "on" : "off");
   }
 
   void before_microbatch(const plait::MicrobatchInfo& mb) override {
@@ -159,7 +157,6 @@ class Ddp final : public plait::DataParallel {
     buckets_[index].work = comm_->all_reduce(buckets_[index].flat, o);
   }
 
-  plait::PluginContext* context_ = nullptr;
   plait::Communicator* comm_ = nullptr;
   bool overlap_ = true;
   bool sync_ = false;

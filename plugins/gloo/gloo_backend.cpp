@@ -50,19 +50,13 @@ class GlooBackend final : public plait::CommBackend {
                 plait::concat(run.train->where("device"), ": [train] device = \"", run.train->get<std::string>("device"),
                               "\", but the gloo communicator ([parallel] comm = \"gloo\") moves CPU tensors"),
                 "set [parallel] comm = \"nccl\" for GPUs");
-    if (auto name = run.own->find<std::string>("interface")) {
+    if (auto name = options().find<std::string>("interface")) {
       PLAIT_CHECK(::if_nametoindex(name->c_str()) != 0,
-                  plait::concat(run.own->where("interface"), ": [gloo] interface = \"", *name,
+                  plait::concat(options().where("interface"), ": [gloo] interface = \"", *name,
                                 "\": this machine has no network interface of that name"),
                   "`ip link` lists the interfaces; leave the key out to use the one that routes to the master");
     }
   }
-  void configure(const plait::PluginContext& context) override {
-    threads_ = static_cast<int>(context.options->get<int64_t>("threads"));
-    interface_ = context.options->find<std::string>("interface").value_or("");
-    nccl_order_ = context.options->get<std::string>("p2p") == "nccl";
-  }
-
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
     PLAIT_CHECK(spec.device == "cpu", plait::concat("gloo moves CPU tensors; group ", spec.name, " is on ", spec.device),
                 "use the nccl communicator for CUDA tensors");
@@ -78,6 +72,13 @@ class GlooBackend final : public plait::CommBackend {
                                                                      /*supports_avg=*/false);
     if (!nccl_order_) return gloo;
     return plait::gloo_plugin::with_nccl_p2p_order(std::move(gloo), spec.name, spec.timeout);
+  }
+
+ protected:
+  void on_configure() override {
+    threads_ = static_cast<int>(options().get<int64_t>("threads"));
+    interface_ = options().find<std::string>("interface").value_or("");
+    nccl_order_ = options().get<std::string>("p2p") == "nccl";
   }
 
  private:

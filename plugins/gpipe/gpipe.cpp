@@ -6,7 +6,7 @@
 
 namespace {
 
-class Gpipe final : public plait::PipelineSchedule {
+class Gpipe final : public plait::PipelineSchedule, public plait::ScheduleModel {
  public:
   std::vector<plait::Action> actions(const plait::ScheduleSpec& spec, int64_t pp_rank) const override {
     std::vector<plait::Action> out;
@@ -15,6 +15,12 @@ class Gpipe final : public plait::PipelineSchedule {
     for (int64_t i = 0; i < spec.microbatches; ++i) plait::schedules::add_backward(out, pp_rank, i, spec.pp);
     return out;
   }
+
+  double ideal_idle_share(const plait::ScheduleSpec& spec) const override {
+    return plait::schedules::flush_idle_share(spec);
+  }
+  const char* idle_share_formula() const override { return "(p-1)/(m+p-1)"; }
+  void* find_extension(std::string_view id) override { return plait::offer<plait::ScheduleModel>(this, id); }
 };
 
 }  // namespace

@@ -6,14 +6,12 @@
 
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
+#include "schedule_steps.hpp"
 
 namespace {
 
-class Interleaved1F1B final : public plait::PipelineSchedule {
+class Interleaved1F1B final : public plait::PipelineSchedule, public plait::ScheduleModel {
  public:
-  void configure(const plait::PluginContext& context) override {
-    virtual_stages_ = context.options->get<int64_t>("virtual_stages");
-  }
   int64_t stages_per_rank() const override { return virtual_stages_; }
 
   std::vector<plait::Action> actions(const plait::ScheduleSpec& spec, int64_t pp_rank) const override {
@@ -66,6 +64,15 @@ class Interleaved1F1B final : public plait::PipelineSchedule {
     }
     return out;
   }
+
+  double ideal_idle_share(const plait::ScheduleSpec& spec) const override {
+    return plait::schedules::flush_idle_share(spec);
+  }
+  const char* idle_share_formula() const override { return "(p-1)/(v*m+p-1)"; }
+  void* find_extension(std::string_view id) override { return plait::offer<plait::ScheduleModel>(this, id); }
+
+ protected:
+  void on_configure() override { virtual_stages_ = options().get<int64_t>("virtual_stages"); }
 
  private:
   int64_t virtual_stages_ = 2;

@@ -66,7 +66,7 @@ class Megatron final : public plait::TensorParallel {
   // this factory before launch; what only a forward would find is checked here.
   void check(const plait::RunCheck& run) const override {
     const int64_t tp = run.parallel->get<int64_t>("tp"), positions = run.data->get<int64_t>("seq_len");
-    PLAIT_CHECK(!run.own->get<bool>("sequence_parallel") || positions % tp == 0,
+    PLAIT_CHECK(!options().get<bool>("sequence_parallel") || positions % tp == 0,
                 plait::concat(run.data->where("seq_len"), ": megatron: sequence_parallel splits each sequence over the ",
                               tp, " tensor-parallel ranks, but a batch holds ", positions, " positions ([parallel] tp, ",
                               run.parallel->where("tp"), ")"),
@@ -80,9 +80,9 @@ class Megatron final : public plait::TensorParallel {
       tp.rank = tp.group->rank();
       tp.ways = tp.group->size();
     }
-    tp.vocab_parallel = setup.context->options->get<bool>("vocab_parallel");
-    tp.sequence_parallel = setup.context->options->get<bool>("sequence_parallel");
-    setup.context->log->info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank,
+    tp.vocab_parallel = options().get<bool>("vocab_parallel");
+    tp.sequence_parallel = options().get<bool>("sequence_parallel");
+    log().info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank,
                              tp.vocab_parallel ? "; vocabulary split (vocab-parallel loss)" : "; vocabulary replicated",
                              tp.sequence_parallel ? "; sequence parallel" : "");
     return std::make_shared<MegatronFactory>(tp);

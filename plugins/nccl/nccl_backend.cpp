@@ -10,41 +10,29 @@
 #include "common/c10d_communicator.hpp"
 #include "plait/sdk/sdk.hpp"
 
-namespace {
-
-// Without a visible GPU this plugin is listed but cannot be chosen.
-int nccl_probe(char* why, uint32_t size) {
-  try {
-    if (c10::cuda::device_count() > 0) return 1;
-    std::snprintf(why, size, "no CUDA device is visible");
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    std::snprintf(why, size, "CUDA is not usable here: %s", what.substr(0, what.find('\n')).c_str());
-  }
-  return 0;
-}
-
-}  // namespace
-
-#undef PLAIT_PLUGIN_PROBE
-#define PLAIT_PLUGIN_PROBE &nccl_probe
 #include "plait_schema.hpp"
 
 namespace {
 
 class NcclBackend final : public plait::CommBackend {
  public:
+  // Without a visible GPU this plugin is listed but cannot be chosen.
+  static plait::Availability probe() {
+    try {
+      if (c10::cuda::device_count() > 0) return plait::Availability::yes();
+      return plait::Availability::no("no CUDA device is visible");
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      return plait::Availability::no("CUDA is not usable here: " + what.substr(0, what.find('\n')));
+    }
+  }
+
   void check(const plait::RunCheck& run) const override {
     PLAIT_CHECK(run.train->get<std::string>("device") == "cuda",
                 plait::concat(run.train->where("device"), ": [train] device = \"", run.train->get<std::string>("device"),
                               "\", but the nccl communicator ([parallel] comm = \"nccl\") moves CUDA tensors"),
                 "set [train] device = \"cuda\", or [parallel] comm = \"gloo\" on the CPU");
   }
-  void configure(const plait::PluginContext& context) override {
-    high_priority_ = context.options->get<bool>("high_priority_stream");
-    timing_ = context.options->get<bool>("timing");
-  }
-
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
     PLAIT_CHECK(spec.device.rfind("cuda:", 0) == 0,
                 plait::concat("nccl moves CUDA tensors; group ", spec.name, " is on ", spec.device),
@@ -69,6 +57,12 @@ class NcclBackend final : public plait::CommBackend {
     if (timing_) pg->enableCollectivesTiming();
     return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "nccl", spec.group_rank, size,
                                                                 /*supports_avg=*/true, /*device_timed=*/timing_);
+  }
+
+ protected:
+  void on_configure() override {
+    high_priority_ = options().get<bool>("high_priority_stream");
+    timing_ = options().get<bool>("timing");
   }
 
  private:

@@ -1,8 +1,10 @@
-# plait_add_plugin(<name> SOURCES <src>... SCHEMA <schema.toml> [OUTPUT_DIR <dir>])
+# plait_add_plugin(<name> SOURCES <src>... SCHEMA <schema.toml> [OUTPUT_DIR <dir>] [SDK <target>])
 #
 # Builds lib<plait_plugin_<name>>.so, a module the plait loader finds by that prefix.
 # The schema file is embedded as the string `plait_schema_toml` in the generated header
-# "plait_schema.hpp", so the schema travels inside the library it describes.
+# "plait_schema.hpp", so the schema travels inside the library it describes. SDK names
+# the headers to build against (plait::sdk; plait's tests build plugins against frozen
+# copies of older API versions).
 include_guard(GLOBAL)
 
 function(plait_embed_text out_header symbol text_file)
@@ -14,7 +16,10 @@ function(plait_embed_text out_header symbol text_file)
 endfunction()
 
 function(plait_add_plugin name)
-  cmake_parse_arguments(ARG "" "SCHEMA;OUTPUT_DIR" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "SCHEMA;OUTPUT_DIR;SDK" "SOURCES" ${ARGN})
+  if(NOT ARG_SDK)
+    set(ARG_SDK plait::sdk)
+  endif()
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "plait_add_plugin(${name}): SOURCES is required")
   endif()
@@ -29,7 +34,7 @@ function(plait_add_plugin name)
   add_library(${target} MODULE ${ARG_SOURCES})
   set_property(GLOBAL APPEND PROPERTY PLAIT_PLUGIN_TARGETS ${target})
   target_include_directories(${target} PRIVATE ${gen_dir})
-  target_link_libraries(${target} PRIVATE plait::sdk)
+  target_link_libraries(${target} PRIVATE ${ARG_SDK})
   # Only the entry point needs to be visible; everything else stays private to the plugin.
   set_target_properties(${target} PROPERTIES
     CXX_VISIBILITY_PRESET hidden

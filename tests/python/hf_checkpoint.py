@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def plait_run(plait, out, family, steps, sets):
     args = [plait, "run", str(ROOT / "configs/quickstart.toml"), "--steps", str(steps), "--out", str(out),
-            "--set", f"model.family={family}", "--set", "parallel.data=none", "--set", "parallel.dp=1",
+            "--set", f"model.family={family}", "--set", "parallel.data=single", "--set", "parallel.dp=1",
             "--set", "train.dtype=float32", "--set", "data.seq_len=32", "--set", "data.micro_batch_size=4"]
     for s in sets:
         args += ["--set", s]

@@ -16,6 +16,7 @@
 #include "distributed/launch_env.hpp"
 #include "distributed/rendezvous.hpp"
 #include "distributed/world.hpp"
+#include "loader/plugin_instance.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/prepare.hpp"
@@ -179,18 +180,17 @@ int main(int argc, char** argv) {
                                                        "comm_check");
     join_all_ranks(*store, worker->rank, worker->world_size, timeout);
     PluginRegistry registry = discover_plugins();
-    auto backend = std::static_pointer_cast<CommBackend>(registry.create(*registry.find(plugin)));
     const std::map<std::string, OptionValue> defaults = {{"threads", int64_t{2}}, {"high_priority_stream", false},
+                                                         {"timing", true},
                                                          {"p2p", std::string(nccl_order ? "nccl" : "gloo")}};
-    Options options(plugin, defaults);
-    PluginContext context{plugin, &options, &core_log(), nullptr, worker->rank, worker->world_size};
-    backend->configure(context);
+    const Options options(plugin, defaults);
+    auto backend = make_plugin<CommBackend>(registry, options, plugin, {}, {worker->rank, worker->world_size});
     DistSettings settings;
     settings.collective_timeout = std::chrono::seconds(timeout_check ? 2 : 30);
     MeshShape shape{1, worker->world_size, 1};
     const at::Device device = cuda ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(worker->local_rank))
                                    : at::Device(at::kCPU);
-    auto world = World::join(*worker, std::move(store), shape, *backend, settings,
+    auto world = World::join(*worker, std::move(store), shape, *backend.plugin, settings,
                              cuda ? concat("cuda:", worker->local_rank) : std::string("cpu"), core_log());
     Communicator& dp = world->group(Axis::dp) ? *world->group(Axis::dp) : *world->all();
     const std::string axis = world->group(Axis::dp) ? "dp" : "world";

@@ -22,7 +22,7 @@ void expect_pipeline_equivalent(const std::string& schedule, int pp, const std::
   TempDir dir;
   std::vector<std::string> all = {"parallel.pipeline=" + schedule, "parallel.pp=" + std::to_string(pp),
                                   "model.family=" + family, "model.n_layer=" + std::to_string(n_layer),
-                                  "parallel.data=none"};
+                                  "parallel.data=single"};
   all.insert(all.end(), sets.begin(), sets.end());
   const bool data_parallel = std::find(sets.begin(), sets.end(), "parallel.dp=2") != sets.end();
   ProcessResult r = quickstart_check(dir, data_parallel ? 2 : 1, dtype, 4, all);

@@ -21,7 +21,7 @@ struct Measured {
 Measured run_single(int layers, const std::string& mode, const std::string& attention = "sdpa") {
   TempDir dir;
   ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "3", "--out",
-                               (dir / "run").string(), "--set", "parallel.data=none", "--set", "parallel.dp=1", "--set",
+                               (dir / "run").string(), "--set", "parallel.data=single", "--set", "parallel.dp=1", "--set",
                                concat("model.n_layer=", layers), "--set",
                                concat("train.activation_checkpointing=", mode), "--set",
                                concat("model.attention=", attention)});
@@ -74,7 +74,7 @@ TEST_CASE("selective checkpointing drops the attention core's softmax, 4as^2b pe
 TEST_CASE("selective checkpointing with ddp and with a 1f1b pipeline equals the single process", "[activations]") {
   for (const std::vector<std::string>& sets :
        {std::vector<std::string>{"parallel.data=ddp"},
-        std::vector<std::string>{"parallel.data=none", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2"}}) {
+        std::vector<std::string>{"parallel.data=single", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2"}}) {
     TempDir dir;
     std::vector<std::string> all = {"train.activation_checkpointing=selective", "model.attention=math"};
     all.insert(all.end(), sets.begin(), sets.end());

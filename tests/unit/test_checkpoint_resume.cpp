@@ -99,7 +99,7 @@ void expect_exact_resume(const Sets& strategy, const std::string& dtype) {
     }                                                                                                 \
   }
 
-EXACT_RESUME("none", "parallel.data=none", "parallel.dp=1")
+EXACT_RESUME("single", "parallel.data=single", "parallel.dp=1")
 EXACT_RESUME("ddp dp 2", "parallel.data=ddp")
 EXACT_RESUME("zero 1 dp 2", "parallel.data=zero", "zero.stage=1")
 EXACT_RESUME("zero 2 dp 2", "parallel.data=zero", "zero.stage=2")
@@ -108,9 +108,9 @@ EXACT_RESUME("fsdp dp 2, saving asynchronously", "parallel.data=fsdp", "checkpoi
 EXACT_RESUME("fsdp hybrid dp 4 (shard 2)", "parallel.data=fsdp", "parallel.dp=4", "fsdp.shard_size=2",
              "data.micro_batch_size=4")
 EXACT_RESUME("zero 3 with cpu offload", "parallel.data=zero", "zero.stage=3", "parallel.offload=cpu")
-EXACT_RESUME("1f1b pp 2", "parallel.data=none", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2",
+EXACT_RESUME("1f1b pp 2", "parallel.data=single", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2",
              "train.grad_accum=2")
-EXACT_RESUME("megatron tp 2 with sequence parallel", "parallel.data=none", "parallel.dp=1", "parallel.tensor=megatron",
+EXACT_RESUME("megatron tp 2 with sequence parallel", "parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron",
              "parallel.tp=2", "megatron.sequence_parallel=true")
 EXACT_RESUME("dp 2 x pp 2 x tp 2 (zero 1, 1f1b, megatron)", "parallel.data=zero", "zero.stage=1",
              "parallel.pipeline=1f1b", "parallel.pp=2", "parallel.tensor=megatron", "parallel.tp=2",
@@ -145,13 +145,13 @@ TEST_CASE("a checkpoint of fsdp on dp 2 resumes under megatron dp 2 x tp 2", "[r
 }
 
 TEST_CASE("a checkpoint of 1f1b on pp 2 resumes under one process", "[resume]") {
-  expect_reshard({"parallel.data=none", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2", "train.grad_accum=2",
+  expect_reshard({"parallel.data=single", "parallel.dp=1", "parallel.pipeline=1f1b", "parallel.pp=2", "train.grad_accum=2",
                   "data.micro_batch_size=8"},
-                 {"parallel.data=none", "parallel.dp=1", "data.micro_batch_size=16"});
+                 {"parallel.data=single", "parallel.dp=1", "data.micro_batch_size=16"});
 }
 
 TEST_CASE("a checkpoint of megatron tp 2 resumes under zero 2 on dp 2", "[resume]") {
-  expect_reshard({"parallel.data=none", "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=2",
+  expect_reshard({"parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=2",
                   "data.micro_batch_size=16"},
                  {"parallel.data=zero", "zero.stage=2", "parallel.dp=2"});
 }
@@ -311,7 +311,7 @@ TEST_CASE("[model] init_from starts any mesh from a checkpoint's weights, and re
   // Under tensor parallelism each rank takes its slices; the weights it starts from are
   // the checkpoint's, exactly.
   const fs::path start = saved.dir / "start";
-  run(start, 1, {"model.init_from=" + saved.folder().string(), "checkpoint.save_init=true", "parallel.data=none",
+  run(start, 1, {"model.init_from=" + saved.folder().string(), "checkpoint.save_init=true", "parallel.data=single",
                  "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=2", "train.dtype=float64"});
   checkpoint::CheckpointReader reader(saved.folder());
   int64_t compared = 0;

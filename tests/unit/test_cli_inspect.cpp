@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/sdk/version.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -28,7 +29,7 @@ TEST_CASE("config validate checks without writing anything", "[cli]") {
   const auto config = write_file(dir / "run.toml", "[train]\nsteps = 4\n");
   ProcessResult ok = run_plait({"config", "validate", config.string()});
   CHECK(ok.exit_code == 0);
-  CHECK_THAT(ok.output, Contains("valid") && Contains("data=none"));
+  CHECK_THAT(ok.output, Contains("valid") && Contains("data=single"));
   ProcessResult bad = run_plait({"config", "validate", config.string(), "--set", "train.setps=3"});
   CHECK(bad.exit_code != 0);
   CHECK_THAT(bad.output, Contains("--set train.setps=3: unknown key 'setps' in [train] (did you mean 'steps'?)"));
@@ -41,14 +42,15 @@ TEST_CASE("plugins --json describes each plugin with its options", "[cli]") {
   auto j = nlohmann::json::parse(r.output);
   std::map<std::string, nlohmann::json> by_name;
   for (const auto& p : j.at("plugins")) by_name[p.at("name").get<std::string>()] = p;
-  REQUIRE(by_name.count("none"));
-  CHECK(by_name["none"].at("kind") == "data");
+  REQUIRE(by_name.count("single"));
+  CHECK(by_name["single"].at("kind") == "data");
+  CHECK(by_name["single"].at("api") == PLAIT_API_VERSION_STRING);
   REQUIRE(by_name.count("fixture-good"));
   CHECK(by_name["fixture-good"].at("options")[0].at("key") == "knob");
   CHECK(j.at("refused").empty());
-  ProcessResult refused = run_plait({"plugins"}, {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/wrong_api"}});
+  ProcessResult refused = run_plait({"plugins"}, {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/next_major"}});
   CHECK(refused.exit_code != 0);
-  CHECK_THAT(refused.output, Contains("refused: ") && Contains("API version 999"));
+  CHECK_THAT(refused.output, Contains("refused: ") && Contains("another major version"));
 }
 
 TEST_CASE("models lists every family and size with its parameter count", "[cli]") {

@@ -105,7 +105,7 @@ TEST_CASE("save_init and save_final write reference-named safetensors", "[cli]")
   // initial weights, gathered from every stage, are still the single process's.
   const auto split = dir / "split";
   ProcessResult pp = run_quickstart(split, 1, {"parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1",
-                                               "parallel.tensor=megatron", "parallel.tp=2", "parallel.data=none",
+                                               "parallel.tensor=megatron", "parallel.tp=2", "parallel.data=single",
                                                "checkpoint.save_init=true"});
   INFO(pp.output);
   REQUIRE(pp.exit_code == 0);

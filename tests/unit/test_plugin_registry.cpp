@@ -6,8 +6,9 @@
 #include "model/model_zoo.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/error.hpp"
-#include "plugins/plugin_registry.hpp"
-#include "runtime/torch_info.hpp"
+#include "loader/plugin_instance.hpp"
+#include "loader/plugin_registry.hpp"
+#include "loader/host_abi.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -33,18 +34,33 @@ std::string only_refusal(const PluginRegistry& r) {
 
 TEST_CASE("the built-in folder holds the single-process strategy", "[plugins]") {
   PluginRegistry r = discover({builtin_plugin_dir()});
-  const PluginRecord* none = r.find("none");
-  REQUIRE(none != nullptr);
-  CHECK(none->kind == "data");
-  CHECK(none->has_capability("grad_accum"));
-  CHECK(none->torch_version == TORCH_VERSION);
+  const PluginRecord* single = r.find("single");
+  REQUIRE(single != nullptr);
+  CHECK(single->kind == "data");
+  CHECK(single->has_capability("grad_accum"));
+  CHECK(single->torch_version == TORCH_VERSION);
+  CHECK(single->api_major == PLAIT_API_MAJOR);
+  CHECK(single->api_minor == PLAIT_API_MINOR);
   CHECK(r.refusals().empty());
 }
 
-TEST_CASE("a library built for another API version is refused naming both versions", "[plugins]") {
-  const std::string reason = only_refusal(discover({fixture("wrong_api")}));
-  CHECK_THAT(reason, Contains("libplait_plugin_fixture_wrong_api.so") && Contains("plugin API version 999") &&
-                         Contains(concat("this plait uses version ", PLAIT_API_VERSION)));
+TEST_CASE("a library built for another API major is refused in one sentence naming both versions", "[plugins]") {
+  const std::string ours = PLAIT_API_VERSION_STRING;
+  CHECK(only_refusal(discover({fixture("next_major")})) ==
+        concat("plugin library ", fixture("next_major"), "/libplait_plugin_fixture_next_major.so was built for plugin API ",
+               PLAIT_API_MAJOR + 1, ".", PLAIT_API_MINOR, " but this plait has API ", ours,
+               ", another major version; run it with a plait of its major version"));
+  // API 11 and before had one number, where the major is now.
+  CHECK(only_refusal(discover({fixture("api_11")})) ==
+        concat("plugin library ", fixture("api_11"), "/libplait_plugin_fixture_api_11.so was built for plugin API 11 but "
+               "this plait has API ", ours, ", another major version; rebuild the plugin against this plait's SDK"));
+}
+
+TEST_CASE("a library built for a newer minor of this major is refused, saying what to do", "[plugins]") {
+  CHECK_THAT(only_refusal(discover({fixture("newer_minor")})),
+             Contains(concat("was built for plugin API ", PLAIT_API_MAJOR, ".", PLAIT_API_MINOR + 1, " but this plait has API ",
+                             PLAIT_API_VERSION_STRING, ", which lacks what ")) &&
+                 Contains("upgrade plait"));
 }
 
 TEST_CASE("a library built against another LibTorch or C++ ABI is refused", "[plugins]") {
@@ -60,9 +76,14 @@ TEST_CASE("a library without the entry point is refused", "[plugins]") {
 
 TEST_CASE("two plugins with the same name are refused naming both files", "[plugins]") {
   PluginRegistry r = discover({builtin_plugin_dir(), fixture("duplicate")});
-  CHECK_THAT(only_refusal(r), Contains("libplait_plugin_fixture_duplicate.so") && Contains("declares the name 'none'") &&
-                                  Contains("libplait_plugin_none.so"));
+  CHECK_THAT(only_refusal(r), Contains("libplait_plugin_fixture_duplicate.so") && Contains("declares the name 'single'") &&
+                                  Contains("libplait_plugin_single.so"));
   REQUIRE_THROWS_WITH(r.throw_if_refused(), Contains("two plugins cannot share a name"));
+}
+
+TEST_CASE("no plugin may be named 'none', which means no plugin in every role", "[plugins]") {
+  CHECK_THAT(only_refusal(discover({fixture("named_none")})),
+             Contains("libplait_plugin_fixture_named_none.so declares no usable name (\"none\" means no plugin, in every role)"));
 }
 
 TEST_CASE("the same folder twice on the path is not a duplicate", "[plugins]") {
@@ -84,23 +105,25 @@ TEST_CASE("a plugin whose probe says 'not here' is listed but cannot be chosen",
 
 TEST_CASE("require() names the wrong kind and lists what was found", "[plugins]") {
   PluginRegistry r = discover({builtin_plugin_dir(), fixture("good")});
-  REQUIRE_THROWS_WITH(r.require("none", "comm", "cfg:1:1"), Contains("'none' is a data plugin, not a comm plugin"));
+  REQUIRE_THROWS_WITH(r.require("single", "comm", "cfg:1:1"), Contains("'single' is a data plugin, not a comm plugin"));
   REQUIRE_THROWS_WITH(r.require("fixture-goo", "data", "cfg:1:1"),
                       Contains("cfg:1:1: unknown data plugin 'fixture-goo'") && Contains("did you mean 'fixture-good'") &&
-                          Contains("data plugins found: ddp, fsdp, none, zero, fixture-good"));
+                          Contains("data plugins found: ddp, fsdp, single, zero, fixture-good"));
 }
 
 TEST_CASE("a plugin object keeps its library loaded after the registry is gone", "[plugins]") {
-  std::shared_ptr<DataParallel> dp;
+  PluginInstance<DataParallel> instance;
+  const Options options{"fixture-good", {}};
   {
     PluginRegistry r = discover({fixture("good")});
-    dp = std::static_pointer_cast<DataParallel>(r.create(*r.find("fixture-good")));
+    instance = make_plugin<DataParallel>(r, options, "fixture-good", {});
   }
+  std::shared_ptr<DataParallel>& dp = instance.plugin;
   // The registry (and its handle on the library) is gone; calling into the plugin must still work.
   ModelSpec spec{"gpt2", "tiny", 1, 2, 2, 16, 64, 32, 8, 10000.0, 1e-5};
   auto factory = make_dense_layer_factory();
   StageModel model = build_model(spec, *factory, {1, at::TensorOptions().dtype(at::kFloat)});
-  dp->setup({nullptr, &model, {}, nullptr});
+  dp->setup({.model = &model});
   at::Tensor ids = at::randint(0, 32, {2, 8}, at::TensorOptions().dtype(at::kLong));
   model.forward(ids).sum().backward();
   CHECK(dp->step({.step = 1, .lr = 1e-3, .grad_clip = 0.0, .loss_figures = {}, .reader = nullptr}).grad_norm > 0.0);

@@ -28,10 +28,21 @@ TEST_CASE("every core table resolves from an empty config with its defaults", "[
   TempDir dir;
   ResolvedConfig c = resolve_text(dir, "");
   CHECK(c.table("train").get<int64_t>("steps") == 20);
-  CHECK(c.table("parallel").get<std::string>("data") == "none");
+  CHECK(c.table("parallel").get<std::string>("data") == "single");
   REQUIRE(c.plugins().size() == 1);
   CHECK(c.plugins()[0].role == "data");
-  CHECK_THAT(c.to_toml(true), Contains("[train]") && Contains("# default") && Contains("[none]"));
+  CHECK_THAT(c.to_toml(true), Contains("[train]") && Contains("# default") && Contains("[single]"));
+}
+
+TEST_CASE("data = \"none\", the single-process strategy's name before API 12, still chooses it, from its line", "[config]") {
+  TempDir dir;
+  ResolvedConfig c = resolve_text(dir, "[parallel]\ndata = \"none\"\n");
+  CHECK(c.table("parallel").get<std::string>("data") == "single");
+  CHECK_THAT(c.table("parallel").where("data"), Contains("run.toml:2:1"));
+  REQUIRE(c.plugins().size() == 1);
+  CHECK(c.plugins()[0].name == "single");
+  REQUIRE(c.notes().size() == 1);
+  CHECK_THAT(c.notes()[0], Contains("run.toml:2:1: [parallel] data = \"none\" chooses 'single'"));
 }
 
 TEST_CASE("an unknown table is refused with a suggestion", "[config]") {
@@ -53,9 +64,9 @@ TEST_CASE("a root-level key suggests the table it belongs to", "[config]") {
 
 TEST_CASE("an unknown plugin lists the plugins of that kind that were found", "[config]") {
   TempDir dir;
-  REQUIRE_THROWS_WITH(resolve_text(dir, "[parallel]\ndata = \"nonee\"\n"),
-                      Contains("run.toml:2:1: [parallel].data") && Contains("unknown data plugin 'nonee'") &&
-                          Contains("did you mean 'none'") && Contains("data plugins found: ddp, fsdp, none, zero"));
+  REQUIRE_THROWS_WITH(resolve_text(dir, "[parallel]\ndata = \"singel\"\n"),
+                      Contains("run.toml:2:1: [parallel].data") && Contains("unknown data plugin 'singel'") &&
+                          Contains("did you mean 'single'") && Contains("data plugins found: ddp, fsdp, single, zero"));
 }
 
 TEST_CASE("a plugin's table is checked against that plugin's own schema", "[config]") {
@@ -68,7 +79,7 @@ TEST_CASE("a plugin's table is checked against that plugin's own schema", "[conf
                                   {{fixtures, "test"}});
   CHECK(c.table("fixture-good").get<int64_t>("knob") == 4);
   // The single-process strategy has no options at all.
-  REQUIRE_THROWS_WITH(resolve_text(dir, "[none]\nbucket_cap_mb = 25\n"), Contains("unknown key 'bucket_cap_mb' in [none]"));
+  REQUIRE_THROWS_WITH(resolve_text(dir, "[single]\nbucket_cap_mb = 25\n"), Contains("unknown key 'bucket_cap_mb' in [single]"));
 }
 
 TEST_CASE("plugin paths in a config resolve against that config's folder", "[config]") {

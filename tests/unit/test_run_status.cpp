@@ -58,7 +58,7 @@ TEST_CASE("status.json: a finished run says finished at its last step, in one pr
   for (const char* mode : {"single", "launcher"}) {
     INFO(mode);
     const auto out = dir / mode;
-    const std::string data = std::string(mode) == "single" ? "parallel.data=none" : "parallel.data=ddp";
+    const std::string data = std::string(mode) == "single" ? "parallel.data=single" : "parallel.data=ddp";
     const std::string dp = std::string(mode) == "single" ? "parallel.dp=1" : "parallel.dp=2";
     const ProcessResult r = run_quickstart(out, 3, {data, dp});
     INFO(r.output);
@@ -156,6 +156,6 @@ TEST_CASE("plait --version names plait, LibTorch, the plugin API, CUDA and the c
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("plait 0.1.0\n") && Contains("LibTorch 2.11.0") &&
-                           Contains(concat("plugin API ", PLAIT_API_VERSION, "\n")) && Contains("CUDA") &&
+                           Contains(concat("plugin API ", PLAIT_API_VERSION_STRING, " (loads plugins built for ", PLAIT_API_MAJOR, ".0 to ")) && Contains("CUDA") &&
                            Contains("communicators: gloo 1.0.0 (available), nccl 1.0.0 ("));
 }

@@ -11,7 +11,7 @@ late holds up the others), gloo:
   1f1b         pp 2, [parallel] pipeline = "1f1b"
   gpipe        pp 2, "gpipe"
   interleaved  pp 2, "interleaved-1f1b", virtual_stages 2
-  tp2          tp 2, [parallel] tensor = "megatron" (data = "none")
+  tp2          tp 2, [parallel] tensor = "megatron" (data = "single")
   tp2-sp       tp 2 with [megatron] sequence_parallel = true
   tp2-sp-drop  tp2-sp with [model] dropout = 0.1 (the cost of the hashed masks)
   dp2          dp 2, data = "ddp" (the same microbatches per rank, so twice the tokens a step)
@@ -42,14 +42,14 @@ MODEL = ["model.n_layer=8", "model.n_embd=256", "model.n_head=4", "model.block_s
          "data.seq_len=128", "data.micro_batch_size=4", "train.threads=1", "train.grad_clip=1.0",
          "distributed.bind_cores=true"]
 VARIANTS = {
-    "1f1b": ["parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=none"],
-    "gpipe": ["parallel.pipeline=gpipe", "parallel.pp=2", "parallel.dp=1", "parallel.data=none"],
-    "interleaved": ["parallel.pipeline=interleaved-1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=none",
+    "1f1b": ["parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=single"],
+    "gpipe": ["parallel.pipeline=gpipe", "parallel.pp=2", "parallel.dp=1", "parallel.data=single"],
+    "interleaved": ["parallel.pipeline=interleaved-1f1b", "parallel.pp=2", "parallel.dp=1", "parallel.data=single",
                     "interleaved-1f1b.virtual_stages=2"],
-    "tp2": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none"],
-    "tp2-sp": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none",
+    "tp2": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=single"],
+    "tp2-sp": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=single",
                "megatron.sequence_parallel=true"],
-    "tp2-sp-drop": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=none",
+    "tp2-sp-drop": ["parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "parallel.data=single",
                     "megatron.sequence_parallel=true", "model.dropout=0.1"],
     "dp2": ["parallel.data=ddp", "parallel.dp=2"],
 }

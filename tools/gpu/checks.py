@@ -171,7 +171,7 @@ def main():
     q = "configs/quickstart.toml"
     # Every data plugin on the GPU, against the CPU, in float64 (the only dtype where the
     # two devices should agree to 1e-9) and float32 (1e-4).
-    for name, sets in [("none", ["--set", "parallel.data=none"]), ("ddp", []),
+    for name, sets in [("single", ["--set", "parallel.data=single"]), ("ddp", []),
                        ("zero-1", ["--set", "parallel.data=zero", "--set", "zero.stage=1"]),
                        ("zero-2", ["--set", "parallel.data=zero", "--set", "zero.stage=2"]),
                        ("zero-3", ["--set", "parallel.data=zero", "--set", "zero.stage=3"]),

@@ -7,6 +7,7 @@
 
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/partial_grads.hpp"
+#include "plait/sdk/run_check.hpp"
 
 namespace plait::sharding {
 namespace {
@@ -55,10 +56,10 @@ OpTag ShardedEngine::tag(const char* phase, const std::string& unit) const {
 }
 
 void ShardedEngine::check(const RunCheck& run) const {
-  const ShardingPlan plan = make_plan(*run.own);
+  const ShardingPlan plan = make_plan(options());
   const int64_t dp = run.parallel->get<int64_t>("dp");
   PLAIT_CHECK(plan.shard_size == 0 || dp % plan.shard_size == 0,
-              concat(run.own->where("shard_size"), ": ", plan.plugin, ": shard_size ", plan.shard_size,
+              concat(options().where("shard_size"), ": ", plan.plugin, ": shard_size ", plan.shard_size,
                      " does not divide the data-parallel degree ", dp, " ([parallel] dp, ", run.parallel->where("dp"), ")"),
               "hybrid sharding shards within groups of shard_size ranks: choose a divisor of dp, or 0 to shard across "
               "all of them");
@@ -94,8 +95,7 @@ void ShardedEngine::make_communicators(const DataParallelSetup& setup) {
 }
 
 void ShardedEngine::setup(const DataParallelSetup& setup) {
-  context_ = setup.context;
-  plan_ = make_plan(*context_->options);
+  plan_ = make_plan(options());
   adamw_ = setup.adamw;
   offload_ = setup.offload;
   tp_ = setup.tp_group;
@@ -133,7 +133,7 @@ void ShardedEngine::setup(const DataParallelSetup& setup) {
 
   int64_t psi = 0;
   for (const auto& g : groups_) psi += g.numel;
-  context_->log->info(plan_.plugin, ": stage ", plan_.stage, ", ", groups_.size(), " groups over ", params_.size(),
+  log().info(plan_.plugin, ": stage ", plan_.stage, ", ", groups_.size(), " groups over ", params_.size(),
                       " parameters (", psi, " elements), sharded ", shard_count_, " ways",
                       replica_comm_ ? concat(", replicated ", replica_comm_->size(), " ways") : std::string(),
                       "; working ", working_dtype_, ", master ", master_dtype_,
@@ -520,7 +520,7 @@ void ShardedEngine::download_grad_shard(std::size_t group, const at::Tensor& red
   }
   d.copy = offload_->copy(d.staging.defined() ? d.staging : g.grad_shard, typed);
   downloads_.push_back(std::move(d));
-  if (context_->metrics) context_->metrics->count("offload_d2h_bytes", static_cast<double>(reduced.nbytes()));
+  if (context().metrics) context().metrics->count("offload_d2h_bytes", static_cast<double>(reduced.nbytes()));
 }
 
 void ShardedEngine::finish_grad_downloads() {
@@ -596,7 +596,7 @@ void ShardedEngine::update(const UpdateArgs& args) {
       } else {
         on_host_if(offload_params_, [&] { working.copy_(g.master); });
       }
-      if (context_->metrics && offload_optimizer_) context_->metrics->count("offload_h2d_bytes", static_cast<double>(working.nbytes()));
+      if (context().metrics && offload_optimizer_) context().metrics->count("offload_h2d_bytes", static_cast<double>(working.nbytes()));
     }
     if (!g.sharded_params && shard_comm_ != nullptr) {
       // Whole parameters on every rank: gather the updated shards (while the next group updates).

@@ -94,7 +94,6 @@ class ShardedEngine : public DataParallel {
   }
 
   ShardingPlan plan_;
-  PluginContext* context_ = nullptr;
   AdamWConfig adamw_;
   Offload* offload_ = nullptr;
   Communicator* shard_comm_ = nullptr;    // reduce-scatter / all-gather within the shard group

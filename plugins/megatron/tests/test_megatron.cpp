@@ -19,7 +19,7 @@ void expect_equivalent(const std::string& family, int tp, const std::string& dty
   TempDir dir;
   sets.insert(sets.begin(), {"parallel.tensor=megatron", concat("parallel.tp=", tp), concat("model.family=", family)});
   const bool data_parallel = std::find(sets.begin(), sets.end(), "parallel.dp=2") != sets.end();
-  if (!data_parallel) sets.push_back("parallel.data=none");
+  if (!data_parallel) sets.push_back("parallel.data=single");
   ProcessResult r = quickstart_check(dir, data_parallel ? 2 : 1, dtype, 2, sets);
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -35,7 +35,7 @@ double block_activation_bytes(int tp, bool sequence_parallel) {
     TempDir dir;
     ProcessResult r = run_quickstart(
         dir / "run", 2,
-        {"parallel.data=none", "parallel.dp=1", "parallel.tensor=megatron", concat("parallel.tp=", tp),
+        {"parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron", concat("parallel.tp=", tp),
          concat("megatron.sequence_parallel=", sequence_parallel ? "true" : "false"),
          concat("model.n_layer=", 2 + 2 * i), "model.attention=math"});
     INFO(r.output);
@@ -97,7 +97,7 @@ void expect_traffic(bool sequence_parallel) {
       for (int tp : {2, 4}) {
         TempDir dir;
         std::vector<std::string> sets = {"parallel.tensor=megatron", concat("parallel.tp=", tp), "parallel.dp=1",
-                                         "parallel.data=none", "train.grad_accum=2", concat("model.family=", family),
+                                         "parallel.data=single", "train.grad_accum=2", concat("model.family=", family),
                                          concat("megatron.vocab_parallel=", vocab_parallel ? "true" : "false"),
                                          concat("megatron.sequence_parallel=", sequence_parallel ? "true" : "false")};
         if (family == "llama") sets.push_back("model.n_kv_head=4");  // 4 heads split over tp 4
@@ -110,7 +110,7 @@ void expect_traffic(bool sequence_parallel) {
           INFO(family << ", vocab_parallel " << vocab_parallel << ", tp " << tp << ", step " << step["step"] << ": "
                       << (measured - f.around) / 2 << " bus bytes per block, formula " << f.per_block);
           CHECK(measured == Approx(2 * f.per_block + f.around).epsilon(0.001));
-          CHECK(step["comm_bytes_by"]["none"].get<double>() == Approx(f.data_plugin).epsilon(0.001));
+          CHECK(step["comm_bytes_by"]["single"].get<double>() == Approx(f.data_plugin).epsilon(0.001));
         }
       }
     }
@@ -174,7 +174,7 @@ TEST_CASE("megatron tp 2 under fsdp dp 2 equals the single process", "[megatron]
 TEST_CASE("a tp degree that does not divide the key/value heads is refused, naming the layer", "[megatron]") {
   TempDir dir;
   ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "1", "--out",
-                               (dir / "run").string(), "--set", "model.family=llama", "--set", "parallel.data=none",
+                               (dir / "run").string(), "--set", "model.family=llama", "--set", "parallel.data=single",
                                "--set", "parallel.dp=1", "--set", "parallel.tensor=megatron", "--set", "parallel.tp=4"});
   INFO(r.output);
   CHECK(r.exit_code != 0);
@@ -207,7 +207,7 @@ TEST_CASE("sequence parallel divides a block's activations by t, tensor parallel
 TEST_CASE("megatron's sequence parallel refuses a sequence that does not split, naming the key", "[megatron]") {
   TempDir dir;
   ProcessResult r = run_quickstart(dir / "run", 1,
-                                  {"parallel.data=none", "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=4",
+                                  {"parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=4",
                                    "megatron.sequence_parallel=true", "data.seq_len=62"});
   INFO(r.output);
   CHECK(r.exit_code != 0);
@@ -233,7 +233,7 @@ TEST_CASE("megatron with the vocabulary replicated (gathered logits) equals the 
 TEST_CASE("megatron refuses a vocabulary that does not split, naming the embedding", "[megatron]") {
   TempDir dir;
   ProcessResult r = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "1", "--out",
-                               (dir / "run").string(), "--set", "parallel.data=none", "--set", "parallel.dp=1",
+                               (dir / "run").string(), "--set", "parallel.data=single", "--set", "parallel.dp=1",
                                "--set", "parallel.tensor=megatron", "--set", "parallel.tp=2", "--set",
                                "model.vocab_size=255"});
   INFO(r.output);

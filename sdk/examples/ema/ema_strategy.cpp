@@ -1,8 +1,8 @@
 // An example data plugin: single-process AdamW (through the SDK's shared optimizer
-// math, so it trains exactly like the built-in `none` strategy) that also keeps an
+// math, so it trains exactly like the built-in `single` strategy) that also keeps an
 // exponential moving average of the weights. It shows the parts of a plugin: its own
-// options, a logger, per-step metrics, capabilities, and the PLAIT_PLUGIN entry.
-#include <cmath>
+// options, a logger, a per-step figure kept on the device (API 12.1), checkpointed state
+// of its own, capabilities, and the PLAIT_PLUGIN entry.
 #include <vector>
 
 #include "plait/sdk/sdk.hpp"
@@ -15,12 +15,21 @@ class EmaStrategy final : public plait::DataParallel {
   void setup(const plait::DataParallelSetup& setup) override {
     PLAIT_CHECK(setup.dp_group == nullptr || setup.dp_group->size() == 1, "example-ema runs on one rank",
                 "use it with [parallel] dp = 1");
-    context_ = setup.context;
-    decay_ = context_->options->get<double>("decay");
-    export_ema_ = context_->options->get<bool>("export_ema");
     optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(), .adamw = setup.adamw, .plugin = "example-ema"});
     for (const auto& p : optimizer_.params()) ema_.push_back(p.tensor.detach().clone());
-    context_->log->info("example-ema: averaging ", ema_.size(), " parameters with decay ", decay_);
+    log().info("example-ema: averaging ", ema_.size(), " parameters with decay ", decay_);
+  }
+
+  // The distance of the average from the weights as the step begins, left on the device:
+  // the core reads it with the step's one device-to-host read (device_metrics.hpp).
+  void after_backward(const plait::MicrobatchInfo& mb) override {
+    if (!mb.is_last()) return;
+    at::NoGradGuard no_grad;
+    std::vector<at::Tensor> norms;
+    for (std::size_t i = 0; i < ema_.size(); ++i) {
+      norms.push_back(at::linalg_vector_norm(ema_[i] - optimizer_.params()[i].tensor, 2).reshape({1}));
+    }
+    context().device_metrics->gauge("ema_distance", at::cat(norms).square().sum().sqrt());
   }
 
   plait::NamedTensors full_gradients() override { return optimizer_.named_grads(); }
@@ -51,7 +60,7 @@ class EmaStrategy final : public plait::DataParallel {
         ++restarted;
       }
     }
-    if (restarted > 0) context_->log->warn("example-ema: the checkpoint has no average; it restarts from the weights");
+    if (restarted > 0) log().warn("example-ema: the checkpoint has no average; it restarts from the weights");
   }
   plait::StateBytes state_bytes() const override {
     plait::StateBytes bytes;
@@ -68,19 +77,18 @@ class EmaStrategy final : public plait::DataParallel {
   void update(const plait::UpdateArgs& args) override {
     optimizer_.update(args);
     at::NoGradGuard no_grad;
-    double distance_sq = 0.0;
-    for (std::size_t i = 0; i < ema_.size(); ++i) {
-      const at::Tensor& weights = optimizer_.params()[i].tensor;
-      ema_[i].lerp_(weights, 1.0 - decay_);
-      distance_sq += plait::squared_norm(ema_[i] - weights);
-    }
-    context_->metrics->gauge("ema_distance", std::sqrt(distance_sq));
+    for (std::size_t i = 0; i < ema_.size(); ++i) ema_[i].lerp_(optimizer_.params()[i].tensor, 1.0 - decay_);
   }
 
   void discard_gradients() override { optimizer_.discard(); }
 
+  // Options are read once, when the core configures the plugin (before setup).
+  void on_configure() override {
+    decay_ = options().get<double>("decay");
+    export_ema_ = options().get<bool>("export_ema");
+  }
+
  private:
-  plait::PluginContext* context_ = nullptr;
   double decay_ = 0.99;
   bool export_ema_ = true;
   plait::ReplicatedAdamW optimizer_;

@@ -2,20 +2,23 @@
 // How bytes move. Shaped like c10d's Backend/Work: one options struct per operation,
 // every operation asynchronous with a Work handle. Every operation carries a tag that
 // says who asked for it, so a hang report can name "rank 3 never joined the all-gather
-// of fsdp unit h.7, microbatch 2". Optional operations throw
+// of fsdp unit h.7, microbatch 2". Every operation below is required of a comm plugin;
+// an operation a later minor version adds arrives as an extension (find_extension), and
+// a communicator built before it answers null: whoever needs it then says
 // "<backend> does not support <op>".
+// Plugins of every kind receive Communicators; comm plugins make them (comm_backend.hpp).
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
-#include "plait/sdk/context.hpp"
-#include "plait/sdk/plugin.hpp"
+#include "plait/sdk/version.hpp"
 
 namespace plait {
 
@@ -79,6 +82,8 @@ class PLAIT_SDK_VISIBLE Work {
   // before completion (it only orders the current stream after the operation), so the
   // core keeps asking is_completed() and this after wait() has returned.
   virtual std::optional<double> device_seconds() { return std::nullopt; }
+  // Interfaces a later minor version adds to operations (plugin.hpp, extension()).
+  virtual void* find_extension(std::string_view id) { return nullptr; }
 };
 
 // One process group along one mesh axis.
@@ -107,6 +112,8 @@ class PLAIT_SDK_VISIBLE Communicator {
   // order. A backend whose sends never wait (gloo) may post them one by one.
   virtual std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) = 0;
   virtual std::shared_ptr<Work> barrier(const CommOptions& o) = 0;
+  // Interfaces a later minor version adds to communicators (plugin.hpp, extension()).
+  virtual void* find_extension(std::string_view id) { return nullptr; }
 };
 
 // Splits a mesh axis's group into smaller ones (hybrid sharding: shard within groups,
@@ -118,30 +125,6 @@ class PLAIT_SDK_VISIBLE GroupMaker {
   // `members`: ranks within the axis group, in the new group's rank order; this
   // process must be one of them. The group lives as long as the job.
   virtual Communicator* subgroup(const std::string& name, const std::vector<int>& members) = 0;
-};
-
-// What a comm plugin needs to build one group. Rendezvous goes through the job's TCP
-// store (c10d's TCPStore protocol) under a key prefix of the group's own.
-struct GroupSpec {
-  std::string store_host;
-  int store_port = 0;
-  std::string store_prefix;   // unique to this group, e.g. "plait/<job>/group/dp.1/"
-  std::string name;           // for messages: "dp.1" (axis and group index), "world"
-  std::vector<int> ranks;     // global ranks in the group, in group-rank order
-  int group_rank = 0;         // this process's index in `ranks`
-  std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // default for every operation
-  std::string device = "cpu";  // "cpu" or "cuda:N": where the tensors live
-};
-
-// A comm plugin: makes Communicators. Probe (see plugin.hpp) says whether it can run here.
-class PLAIT_SDK_VISIBLE CommBackend : public Plugin {
- public:
-  using Interface = CommBackend;
-  static constexpr const char* kKind = "comm";
-  // Once, before any connect(): the plugin's own options, logger and metrics.
-  virtual void configure(const PluginContext& context) {}
-  // Joins one group; every member calls it with the same spec (but its own group_rank).
-  virtual std::shared_ptr<Communicator> connect(const GroupSpec& spec) = 0;
 };
 
 }  // namespace plait

@@ -1,13 +1,17 @@
 #pragma once
-// What every plugin receives from the runtime: its own config table, a logger and a
-// metrics sink. Nothing global: a plugin sees only what it is handed here.
+// What every plugin receives from the runtime, through Plugin::configure: its own config
+// table, a logger and a metrics sink. Nothing global: a plugin sees only what it is
+// handed here and in its kind's setup calls.
 #include <string>
 #include <string_view>
 
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/options.hpp"
+#include "plait/sdk/version.hpp"
 
 namespace plait {
+
+class DeviceMetrics;  // device_metrics.hpp (API 12.1)
 
 enum class LogLevel { debug, info, warn, error };
 
@@ -60,14 +64,19 @@ class HostMemoryScope {
   bool previous_ = false;
 };
 
-struct PluginContext {
+// Made by the core and kept alive for as long as the plugin lives.
+struct PLAIT_ABI_GROWS PluginContext {
   std::string plugin_name;
   const Options* options = nullptr;  // the plugin's own table, validated
   Logger* log = nullptr;
-  Metrics* metrics = nullptr;        // null for comm plugins: the core counts their operations
+  Metrics* metrics = nullptr;  // null for comm plugins: the core counts their operations
   int rank = 0;        // global rank of this process
   int world_size = 1;  // number of processes in the job
   MemoryDomain* memory = nullptr;  // null where host and device memory are not told apart
+
+  // API 12.1: figures on the device, read with the step's one read (device_metrics.hpp);
+  // null for comm plugins.
+  DeviceMetrics* device_metrics = nullptr;
 };
 
 }  // namespace plait

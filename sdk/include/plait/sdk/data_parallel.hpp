@@ -2,7 +2,7 @@
 // Where parameters, gradients and optimizer state live across the data-parallel axis,
 // and when they are synchronised. A data plugin owns the optimizer step.
 //
-// The trainer calls, per optimizer step:
+// After configure() and setup(), the trainer calls, per optimizer step:
 //   for each backward k of this rank:  before_microbatch(k); backward; after_backward(k)
 //   step(args)
 // in that fixed order. step() is the core's, not the plugin's: it asks the plugin for
@@ -24,7 +24,6 @@
 #include <ATen/ATen.h>
 
 #include "plait/sdk/communicator.hpp"
-#include "plait/sdk/context.hpp"
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/grad_norm.hpp"
 #include "plait/sdk/host_read.hpp"
@@ -37,7 +36,7 @@ namespace plait {
 
 class Offload;  // offload.hpp
 
-struct MicrobatchInfo {
+struct PLAIT_ABI_GROWS MicrobatchInfo {
   int64_t index = 0;
   int64_t count = 1;
   bool is_last() const { return index + 1 == count; }
@@ -69,8 +68,7 @@ struct StateBytes {
 
 using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-struct DataParallelSetup {
-  PluginContext* context = nullptr;
+struct PLAIT_ABI_GROWS DataParallelSetup {
   StageModel* model = nullptr;
   AdamWConfig adamw;
   Communicator* dp_group = nullptr;  // null in a single-process run
@@ -94,7 +92,8 @@ class PLAIT_SDK_VISIBLE DataParallel : public Plugin {
   using Interface = DataParallel;
   static constexpr const char* kKind = "data";
 
-  // Once, before the first step: may wrap units, register gradient hooks, shard state.
+  // Once, after configure() and before the first step: may wrap units, register gradient
+  // hooks, shard state.
   virtual void setup(const DataParallelSetup& setup) = 0;
   virtual void before_microbatch(const MicrobatchInfo& mb) {}
   virtual void after_backward(const MicrobatchInfo& mb) {}

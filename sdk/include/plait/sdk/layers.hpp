@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -106,6 +107,9 @@ class PLAIT_SDK_VISIBLE LayerFactory {
   // Whole logits from what the output head returned (debug dumps). Collective over the
   // tensor-parallel group when the head returns slices: every tp rank calls it.
   virtual at::Tensor whole_logits(const at::Tensor& logits) { return logits; }
+
+  // Interfaces a later minor version adds to factories (plugin.hpp, extension()).
+  virtual void* find_extension(std::string_view id) { return nullptr; }
 
  private:
   class PassThrough final : public Layer {

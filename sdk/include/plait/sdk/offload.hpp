@@ -1,13 +1,14 @@
 #pragma once
 // Which model state lives in host memory, and where its optimizer update runs. A data
 // plugin with the `offload` capability asks the offload plugin where each kind of state
-// goes and allocates host state through it, so host bytes are counted as host bytes.
+// goes and allocates host state through it, so host bytes are counted as host bytes
+// (through the memory books of its context, PluginContext::memory). The core configures
+// it before the data plugin's setup, so offloads() answers from the first call.
 #include <functional>
 #include <memory>
 
 #include <ATen/core/Tensor.h>
 
-#include "plait/sdk/context.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
@@ -33,8 +34,6 @@ class PLAIT_SDK_VISIBLE Offload : public Plugin {
  public:
   using Interface = Offload;
   static constexpr const char* kKind = "offload";
-  // Once, before the data plugin's setup: the plugin's own options and the memory books.
-  virtual void configure(const PluginContext& context) = 0;
   // True when state of this role lives in host memory (and its update runs there).
   virtual bool offloads(StateRole role) const = 0;
   // A host copy of `tensor` (pinned when it is on a GPU), counted as host memory.

@@ -10,6 +10,8 @@
 
 #include <ATen/ATen.h>
 
+#include "plait/sdk/version.hpp"
+
 namespace plait {
 
 struct AdamWConfig {
@@ -22,7 +24,7 @@ struct AdamWConfig {
 // One update as the core asks for it (data_parallel.hpp): AdamW's step counts the updates
 // applied so far, from 1 (a skipped step does not count); the gradients are scaled by
 // clip_coef first when it is below 1.
-struct UpdateArgs {
+struct PLAIT_ABI_GROWS UpdateArgs {
   int64_t step = 1;
   double lr = 0.0;
   double clip_coef = 1.0;
@@ -98,7 +100,9 @@ inline double clip_coefficient(double total_norm, double max_norm) {
   return coef < 1.0 ? coef : 1.0;
 }
 
-// Sum of squared L2 norms, accumulated in float64 whatever the gradient dtype.
+// The squared L2 norm, read to the host: the norm is taken in the tensor's own dtype and
+// squared in double. One device-to-host read per call: for tests and host-side figures,
+// not for a step's hot path (there, SquaredNorms in grad_norm.hpp keeps sums on the device).
 inline double squared_norm(const at::Tensor& t) {
   const double n = at::linalg_vector_norm(t, 2).item<double>();
   return n * n;

@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "plait/sdk/context.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
@@ -46,7 +45,7 @@ struct Action {
   int64_t microbatch = 0;  // 0 .. m-1
 };
 
-struct ScheduleSpec {
+struct PLAIT_ABI_GROWS ScheduleSpec {
   int64_t pp = 1;                // pipeline ranks
   int64_t stages_per_rank = 1;   // v: virtual stages per rank
   int64_t microbatches = 1;      // m per optimizer step (train.grad_accum)
@@ -68,13 +67,26 @@ inline const char* action_name(ActionType t) {
   return "?";
 }
 
+// API 12.1, an extension (plugin.hpp): what the schedule's idle share should be, for
+// `plait schedule show`, the pipeline benchmark and a planner to hold the measured share
+// to. A schedule without it (one built for API 12.0) is shown without a formula.
+class PLAIT_SDK_VISIBLE ScheduleModel {
+ public:
+  static constexpr const char* kExtension = "plait.schedule_model/1";
+  virtual ~ScheduleModel() = default;
+  // The share of a step each pipeline rank idles, with the costs `plait schedule show`
+  // plays (a forward 1, a backward 2, transfers free): for GPipe and 1F1B (p-1)/(m+p-1).
+  virtual double ideal_idle_share(const ScheduleSpec& spec) const = 0;
+  // The formula, for a reader: "(p-1)/(m+p-1)".
+  virtual const char* idle_share_formula() const = 0;
+};
+
 class PLAIT_SDK_VISIBLE PipelineSchedule : public Plugin {
  public:
   using Interface = PipelineSchedule;
   static constexpr const char* kKind = "pipeline";
-  // Once, before anything else: the plugin's own options, logger and metrics.
-  virtual void configure(const PluginContext& context) {}
-  // v: virtual stages each rank holds (1 for non-interleaved schedules).
+  // v: virtual stages each rank holds (1 for non-interleaved schedules); asked after
+  // configure().
   virtual int64_t stages_per_rank() const { return 1; }
   // The ordered actions of one pipeline rank for one optimizer step. Throw plait::Error
   // for a spec the schedule cannot serve (say which and what would).

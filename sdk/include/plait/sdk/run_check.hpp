@@ -8,14 +8,14 @@
 // Every table's where(key) names the line (or --set flag, or default) a value came from;
 // the model's dimensions that a named size fills in point at its `size` line.
 #include "plait/sdk/options.hpp"
+#include "plait/sdk/version.hpp"
 
 namespace plait {
 
 class Offload;  // offload.hpp
 
-struct RunCheck {
-  // The plugin's own table.
-  const Options* own = nullptr;
+// The plugin's own table is its context's (Plugin::options()).
+struct PLAIT_ABI_GROWS RunCheck {
   // Every model dimension: family, n_layer, n_head, n_kv_head, n_embd, ffn_hidden,
   // vocab_size, block_size (int64 but family).
   const Options* model = nullptr;

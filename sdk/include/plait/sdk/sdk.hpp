@@ -1,9 +1,11 @@
 #pragma once
 // Everything a plugin author needs, in one include.
 #include "plait/sdk/capabilities.hpp"
+#include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
 #include "plait/sdk/data_parallel.hpp"
+#include "plait/sdk/device_metrics.hpp"
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/grad_hooks.hpp"
 #include "plait/sdk/grad_norm.hpp"

@@ -4,21 +4,20 @@
 #include <memory>
 
 #include "plait/sdk/communicator.hpp"
-#include "plait/sdk/context.hpp"
 #include "plait/sdk/layers.hpp"
 #include "plait/sdk/plugin.hpp"
 
 namespace plait {
 
-struct TensorParallelSetup {
-  PluginContext* context = nullptr;
-  Communicator* tp_group = nullptr;
+struct PLAIT_ABI_GROWS TensorParallelSetup {
+  Communicator* tp_group = nullptr;  // the tensor-parallel axis's group
 };
 
 class PLAIT_SDK_VISIBLE TensorParallel : public Plugin {
  public:
   using Interface = TensorParallel;
   static constexpr const char* kKind = "tensor";
+  // Once per rank, after configure(): the factory the model zoo builds this rank's layers with.
   virtual std::shared_ptr<LayerFactory> layer_factory(const TensorParallelSetup& setup) = 0;
 };
 

@@ -1,0 +1,25 @@
+#pragma once
+// The equivalence principle's numbers, in one place for `plait check`, `plait compare`
+// and the tests: how close a strategy's run must stay to the single process's, and how
+// closeness is measured. (Torch-free: compare/ reads it too.)
+#include <cmath>
+#include <optional>
+#include <string_view>
+
+namespace plait {
+
+// The default tolerance of a dtype: float64 1e-10, float32 1e-5. None for bfloat16, whose
+// rounding depends on the order of every sum: its users give one (`plait check --tolerance`).
+inline std::optional<double> default_tolerance(std::string_view dtype) {
+  if (dtype == "float64") return 1e-10;
+  if (dtype == "float32") return 1e-5;
+  return std::nullopt;
+}
+
+// |value - reference| / |reference|, or the absolute difference where the reference is 0.
+inline double relative_difference(double value, double reference) {
+  const double diff = std::fabs(value - reference);
+  return reference == 0.0 ? diff : diff / std::fabs(reference);
+}
+
+}  // namespace plait

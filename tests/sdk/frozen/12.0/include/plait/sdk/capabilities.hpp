@@ -1,0 +1,21 @@
+#pragma once
+// Capability words a plugin lists in its info struct. The core checks a chosen
+// combination against them before any rank starts, so a missing capability is one
+// sentence at launch instead of a hang at step 3. Unknown words are kept (for
+// in-house conventions) but only these are checked by the core.
+namespace plait::capability {
+
+// data plugins
+inline constexpr const char* grad_accum = "grad_accum";    // correct with train.grad_accum > 1
+inline constexpr const char* bf16 = "bf16";                // bf16 compute, fp32 master weights
+inline constexpr const char* float64 = "float64";          // float64 training
+inline constexpr const char* multi_rank = "multi_rank";    // works with dp > 1
+inline constexpr const char* pipeline = "pipeline";        // combines with a pipeline schedule
+// combines with tensor parallel: split parameters' squared norms summed over tp
+// (grad_norm.hpp), partial gradients summed over tp once per step (partial_grads.hpp)
+inline constexpr const char* tensor = "tensor";
+inline constexpr const char* offload = "offload";          // accepts an offload plugin
+// saves and loads its state (DataParallel::state_parts / load_state, state.hpp)
+inline constexpr const char* checkpoint = "checkpoint";
+
+}  // namespace plait::capability
