@@ -20,6 +20,7 @@ frozen layout of every released version of the same major in sdk/abi/<M>.<n>.abi
 The rules it checks are written out in sdk/README.md ("Compatibility").
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -47,14 +48,49 @@ def torch_version(include_dirs):
     return "unknown"
 
 
+def clang_flags(args):
+    """Everything but the SDK's own folder, which the precompiled header does not need."""
+    return [args.clang, "-std=c++20", "-w", "-D_GLIBCXX_USE_CXX11_ABI=1"] + ["-isystem" + d for d in args.include]
+
+
+def external_headers(sdk_include):
+    """The <...> headers the SDK includes (the standard library's and LibTorch's)."""
+    found = set()
+    for folder, _, files in os.walk(os.path.join(sdk_include, "plait")):
+        for name in files:
+            for line in open(os.path.join(folder, name)):
+                m = re.match(r"\s*#\s*include\s*<([^>]+)>", line)
+                if m:
+                    found.add(m.group(1))
+    return sorted(found)
+
+
+def precompiled_header(args):
+    """LibTorch's headers, parsed once into a clang PCH that every pass reuses (they are
+    most of the parsing), cached in --cache by what it was made from."""
+    headers = external_headers(args.sdk_include)
+    flags = clang_flags(args)
+    key = hashlib.sha1(repr((headers, flags)).encode()).hexdigest()[:16]
+    os.makedirs(args.cache, exist_ok=True)
+    pch = os.path.join(args.cache, f"sdk-deps-{key}.pch")
+    if not os.path.exists(pch):
+        header = os.path.join(args.cache, f"sdk-deps-{key}.hpp")
+        with open(header, "w") as f:
+            f.write("".join(f"#include <{h}>\n" for h in headers))
+        partial = pch + f".{os.getpid()}.partial"
+        done = subprocess.run(flags + ["-x", "c++-header", header, "-o", partial], capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit("sdk_abi: clang could not precompile the SDK's LibTorch headers:\n" + done.stderr[-4000:])
+        os.replace(partial, pch)
+    return pch
+
+
 def run_clang(args, source, extra):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "probe.cpp")
         with open(path, "w") as f:
             f.write(source)
-        cmd = [args.clang, "-std=c++20", "-w", "-D_GLIBCXX_USE_CXX11_ABI=1"]
-        cmd += ["-I" + args.sdk_include] + ["-isystem" + d for d in args.include]
-        cmd += [path] + extra
+        cmd = clang_flags(args) + ["-I" + args.sdk_include, "-include-pch", precompiled_header(args), path] + extra
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit("sdk_abi: clang could not compile the SDK's headers:\n" + done.stderr[-4000:])
@@ -381,6 +417,8 @@ def main():
                         help="LibTorch's include folders (TORCH_INCLUDE_DIRS); default: the .venv's torch")
     parser.add_argument("--abi-dir", default=os.path.join(ROOT, "sdk", "abi"))
     parser.add_argument("--out", help="dump: where to write the layout")
+    parser.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "plait-sdk-abi"),
+                        help="where the precompiled LibTorch headers are kept between runs")
     parser.add_argument("--stamp", help="check: a file written when the check passes")
     parser.add_argument("--manifest", help="match: the frozen layout the headers must have")
     parser.add_argument("--replace-unreleased", action="store_true",

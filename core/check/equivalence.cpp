@@ -16,9 +16,7 @@
 namespace plait {
 namespace fs = std::filesystem;
 
-namespace {
-
-std::vector<double> losses_of(const std::string& dir) {
+std::vector<double> run_losses(const std::string& dir) {
   const fs::path path = fs::path(dir) / "metrics.jsonl";
   std::ifstream in(path);
   PLAIT_CHECK(in.good(), concat("no ", path.string()), "the run did not get to its first step: see its log");
@@ -27,8 +25,6 @@ std::vector<double> losses_of(const std::string& dir) {
   while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
   return out;
 }
-
-}  // namespace
 
 double EquivalenceReport::worst_loss() const {
   double w = 0.0;
@@ -62,7 +58,7 @@ std::string EquivalenceReport::to_json() const {
 EquivalenceReport compare_runs(const std::string& candidate_dir, const std::string& reference_dir, double tolerance) {
   EquivalenceReport report;
   report.tolerance = tolerance;
-  const auto a = losses_of(candidate_dir), b = losses_of(reference_dir);
+  const auto a = run_losses(candidate_dir), b = run_losses(reference_dir);
   if (a.size() != b.size()) {
     report.failures.push_back(concat("the candidate ran ", a.size(), " steps, the reference ", b.size()));
   }

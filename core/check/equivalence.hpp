@@ -29,6 +29,9 @@ struct EquivalenceReport {
   std::string to_json() const;
 };
 
+// The loss of every step a run folder's metrics.jsonl records, in order.
+std::vector<double> run_losses(const std::string& dir);
+
 // Reads metrics.jsonl and debug_grads.safetensors of both run folders.
 EquivalenceReport compare_runs(const std::string& candidate_dir, const std::string& reference_dir, double tolerance);
 

@@ -60,6 +60,25 @@ struct CheckArgs {
 };
 int check(const CheckArgs& args);
 
+// plait verify PLUGIN: the plugin's library, schema, equivalence with the single
+// process composed with the other kinds, checkpoints, and its capabilities' honesty.
+struct VerifyArgs {
+  std::string plugin;                // a name, or a path to its library
+  bool quick = false;                // a few cases of each group (under 3 minutes here)
+  std::optional<std::string> json;   // also write the report here
+  std::optional<std::string> out;    // the verify folder (default runs/verify-<name>-<time>)
+  int64_t combos = 0;                // random valid combinations checked after the cases
+  uint64_t seed = 1;
+};
+int verify(const VerifyArgs& args);
+
+// plait new plugin NAME --kind KIND [--from sharding] [--dir D]
+struct NewPluginArgs {
+  std::string name, kind;
+  std::optional<std::string> from, dir;
+};
+int new_plugin(const NewPluginArgs& args);
+
 struct ScheduleArgs {
   std::string config;
   std::vector<std::string> sets;

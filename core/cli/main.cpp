@@ -78,6 +78,11 @@ struct Commands {
   CLI::App* sweep_cmd = nullptr;
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
+  VerifyArgs verify_args;
+  NewPluginArgs new_plugin_args;
+  CLI::App* new_plugin_cmd = nullptr;
+  std::optional<std::string> verify_combos, verify_seed;
+  CLI::App* verify_cmd = nullptr;
   CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
            *show_cmd = nullptr, *validate_cmd = nullptr, *schedule_cmd = nullptr;
 };
@@ -93,6 +98,22 @@ void add_check_command(CLI::App& app, Commands& c) {
   c.check_cmd->add_option("--tolerance", c.tolerance,
                           "Largest relative difference allowed (default 1e-10 in float64, 1e-5 in float32)");
   c.check_cmd->add_option("--nproc-per-node", c.check_raw.nproc_per_node, "Ranks of the candidate run");
+  c.verify_cmd = app.add_subcommand(
+      "verify", "Verify a plugin: its library and schema, equivalence composed with the other kinds, checkpoints, honesty");
+  c.verify_cmd->add_option("plugin", c.verify_args.plugin, "A plugin's name, or the path of its library")->required();
+  c.verify_cmd->add_flag("--quick", c.verify_args.quick, "A few cases of each group (minutes, not a quarter hour)");
+  c.verify_cmd->add_option("--json", c.verify_args.json, "Also write the report (JSON) to this file");
+  c.verify_cmd->add_option("--out", c.verify_args.out, "Folder for every case's runs (default runs/verify-<plugin>-<time>)");
+  auto* new_cmd = app.add_subcommand("new", "Start something new from a template");
+  new_cmd->require_subcommand(1);
+  c.new_plugin_cmd = new_cmd->add_subcommand("plugin", "Write an out-of-tree plugin project: a working strategy, schema, "
+                                                       "config, README and a test script that runs plait verify");
+  c.new_plugin_cmd->add_option("name", c.new_plugin_args.name, "The plugin's name (lower-case letters, digits, '-')")->required();
+  c.new_plugin_cmd->add_option("--kind", c.new_plugin_args.kind, "data, pipeline, offload or comm")->required();
+  c.new_plugin_cmd->add_option("--from", c.new_plugin_args.from, "sharding: a data plugin on plait::sharding");
+  c.new_plugin_cmd->add_option("--dir", c.new_plugin_args.dir, "The project's folder (default ./NAME); must not exist or be empty");
+  c.verify_cmd->add_option("--combos", c.verify_combos, "Also check N random valid combinations of mesh, options and other plugins");
+  c.verify_cmd->add_option("--seed", c.verify_seed, "Seed of the combinations (default 1): the same seed draws the same ones");
 }
 
 void add_inspect_commands(CLI::App& app, Commands& c) {
@@ -179,6 +200,12 @@ int dispatch(CLI::App& app, Commands& c) {
     c.validate_raw.into(c.validate);
     return config_validate(c.validate);
   }
+  if (*c.verify_cmd) {
+    c.verify_args.combos = integer_flag("--combos", c.verify_combos, 0, 100000).value_or(0);
+    c.verify_args.seed = static_cast<uint64_t>(integer_flag("--seed", c.verify_seed, 0, int64_t{1} << 53).value_or(1));
+    return verify(c.verify_args);
+  }
+  if (*c.new_plugin_cmd) return new_plugin(c.new_plugin_args);
   if (*c.plugins_cmd) return plugins(c.plugins);
   if (*c.models_cmd) return models();
   if (*c.bundles_cmd) return bundles(c.bundles);

@@ -1,47 +1,18 @@
 // The CPU communicator: LibTorch's c10d ProcessGroupGloo behind plait's Communicator.
 // Rendezvous goes through the job's TCP store under the group's own key prefix.
-#include <arpa/inet.h>
 #include <net/if.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include "common/c10d_communicator.hpp"
+#include "plait/c10d/address.hpp"
+#include "plait/c10d/communicator.hpp"
 #include "nccl_order.hpp"
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
 
 namespace {
-
-// The address of this host on the route to `host`: what peers can reach us by.
-std::string local_address_towards(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
-  PLAIT_CHECK(rc == 0 && found != nullptr, plait::concat("gloo: cannot resolve ", host, ": ", gai_strerror(rc)),
-              "check MASTER_ADDR");
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  std::string address;
-  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {  // UDP: no packet is sent
-    sockaddr_in local{};
-    socklen_t len = sizeof(local);
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
-      char buf[INET_ADDRSTRLEN];
-      address = ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf));
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(found);
-  PLAIT_CHECK(!address.empty(), plait::concat("gloo: no local interface routes to ", host),
-              "set [gloo] interface to the network interface to use");
-  return address;
-}
 
 class GlooBackend final : public plait::CommBackend {
  public:
@@ -62,7 +33,7 @@ class GlooBackend final : public plait::CommBackend {
                 "use the nccl communicator for CUDA tensors");
     auto options = c10d::ProcessGroupGloo::Options::create(spec.timeout);
     options->devices = {interface_.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(
-                                                 local_address_towards(spec.store_host, spec.store_port))
+                                                 plait::c10d_comm::local_address_towards(spec.store_host, spec.store_port, "gloo"))
                                            : c10d::ProcessGroupGloo::createDeviceForInterface(interface_)};
     options->threads = threads_;
     const int size = static_cast<int>(spec.ranks.size());

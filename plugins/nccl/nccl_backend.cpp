@@ -7,7 +7,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
-#include "common/c10d_communicator.hpp"
+#include "plait/c10d/communicator.hpp"
 #include "plait/sdk/sdk.hpp"
 
 #include "plait_schema.hpp"

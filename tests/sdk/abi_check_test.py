@@ -15,6 +15,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--source", required=True)
 parser.add_argument("--clang", required=True)
 parser.add_argument("--include", action="append", default=[])
+parser.add_argument("--cache", help="the precompiled LibTorch headers, shared with the build's check")
 args = parser.parse_args()
 tool = os.path.join(args.source, "tools", "sdk_abi.py")
 failures = []
@@ -24,6 +25,8 @@ def run(command, sdk, abi):
     cmd = [sys.executable, tool, command, "--clang", args.clang, "--sdk-include", sdk, "--abi-dir", abi]
     for d in args.include:
         cmd += ["--include", d]
+    if args.cache:
+        cmd += ["--cache", args.cache]
     done = subprocess.run(cmd, capture_output=True, text=True)
     return done.returncode, done.stdout + done.stderr
 

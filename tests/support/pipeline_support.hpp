@@ -28,6 +28,8 @@ void expect_pipeline_equivalent(const std::string& schedule, int pp, const std::
 // llama, float64 and float32, on models of `layers2` and `layers4` blocks; and in
 // float64 under NCCL's point-to-point semantics ([gloo] p2p = "nccl") on sequences of
 // 256 positions, whose messages are past any buffer NCCL would give a blocking send.
+// The order of sends and receives depends on the schedule and the stage count, not on
+// the family, so the NCCL cases take one family per stage count.
 #define PLAIT_PIPELINE_CASE(schedule, family, pp, dtype, layers)                                           \
   TEST_CASE(schedule " on " #pp " ranks, " family ", " dtype ", equals the single process", "[" schedule "]") { \
     plait::test::expect_pipeline_equivalent(schedule, pp, family, dtype, {}, layers);                      \
@@ -40,8 +42,6 @@ void expect_pipeline_equivalent(const std::string& schedule, int pp, const std::
   }
 #define PLAIT_PIPELINE_EQUIVALENCE_MATRIX(schedule, layers2, layers4)   \
   PLAIT_PIPELINE_NCCL_CASE(schedule, "gpt2", 2, layers2)                \
-  PLAIT_PIPELINE_NCCL_CASE(schedule, "gpt2", 4, layers4)                \
-  PLAIT_PIPELINE_NCCL_CASE(schedule, "llama", 2, layers2)               \
   PLAIT_PIPELINE_NCCL_CASE(schedule, "llama", 4, layers4)               \
   PLAIT_PIPELINE_CASE(schedule, "gpt2", 2, "float64", layers2)          \
   PLAIT_PIPELINE_CASE(schedule, "gpt2", 2, "float32", layers2)          \

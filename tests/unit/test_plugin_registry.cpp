@@ -123,7 +123,9 @@ TEST_CASE("a plugin object keeps its library loaded after the registry is gone",
   ModelSpec spec{"gpt2", "tiny", 1, 2, 2, 16, 64, 32, 8, 10000.0, 1e-5};
   auto factory = make_dense_layer_factory();
   StageModel model = build_model(spec, *factory, {1, at::TensorOptions().dtype(at::kFloat)});
-  dp->setup({.model = &model});
+  DataParallelSetup setup;
+  setup.model = &model;
+  dp->setup(setup);
   at::Tensor ids = at::randint(0, 32, {2, 8}, at::TensorOptions().dtype(at::kLong));
   model.forward(ids).sum().backward();
   CHECK(dp->step({.step = 1, .lr = 1e-3, .grad_clip = 0.0, .loss_figures = {}, .reader = nullptr}).grad_norm > 0.0);

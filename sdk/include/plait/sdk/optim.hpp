@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "plait/sdk/version.hpp"
 

@@ -1,15 +1,16 @@
 #pragma once
-// What a sharded data-parallel plugin (zero, fsdp) asks of the shared sharding engine.
-// The engine implements ZeRO's three stages over "groups": flat, padded buffers of the
-// parameters of one or more consecutive units, each split evenly across the ranks.
+// What a sharded data-parallel plugin asks of the sharding engine: which ZeRO stage,
+// and how parameters are grouped, gathered and replicated. A plugin maps its own
+// options onto one of these (ShardedEngine::sharding_options); everything else is the
+// engine's.
 #include <cstdint>
 #include <string>
 
 namespace plait::sharding {
 
-struct ShardingPlan {
-  std::string plugin;             // tags and messages: "zero", "fsdp"
-  int stage = 3;                  // 1: optimizer state sharded; 2: + gradients; 3: + parameters
+struct ShardingOptions {
+  std::string plugin;                  // tags and messages: "zero", "fsdp", your plugin's name
+  int stage = 3;                       // 1: optimizer state sharded; 2: + gradients; 3: + parameters
   bool reshard_after_forward = true;   // stage 3: free a group's gathered parameters after its forward
   int64_t forward_prefetch = 1;        // stage 3: groups whose gather starts ahead of use in forward
   bool backward_prefetch = true;       // stage 3: gather the next group of backward while one runs

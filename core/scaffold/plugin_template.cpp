@@ -1,0 +1,154 @@
+#include "scaffold/plugin_template.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include "plait/sdk/error.hpp"
+#include "util/did_you_mean.hpp"
+#include "util/search_path.hpp"
+
+namespace plait::scaffold {
+namespace fs = std::filesystem;
+
+namespace {
+
+// What differs between templates beyond their own files.
+struct TemplateInfo {
+  std::string folder;      // under share/plait/templates
+  std::string components;  // find_package(plait REQUIRED<components>)
+  std::string link;        // CMake lines after plait_add_plugin
+  std::string role;        // config.toml's [parallel] lines (and tables after it)
+};
+
+const std::map<std::string, TemplateInfo>& templates() {
+  static const std::map<std::string, TemplateInfo> all = {
+      {"data", {"data", "", "", "data = \"@NAME@\"\ndp = 2"}},
+      {"data --from sharding",
+       {"sharding", " COMPONENTS sharding", "target_link_libraries(plait_plugin_@NAME@ PRIVATE plait::sharding)",
+        "data = \"@NAME@\"\ndp = 2\n\n[@NAME@]\nstage = 3"}},
+      {"pipeline", {"pipeline", "", "", "pipeline = \"@NAME@\"\npp = 2"}},
+      {"offload", {"offload", "", "", "data = \"zero\"\ndp = 2\noffload = \"@NAME@\"\n\n[zero]\nstage = 2"}},
+      {"comm",
+       {"comm", " COMPONENTS c10d",
+        "# LibTorch has ProcessGroupGloo compiled in, but not gloo's headers (Debian: libgloo-dev).\n"
+        "find_path(GLOO_INCLUDE_DIR gloo/rendezvous/store.h REQUIRED)\n"
+        "target_include_directories(plait_plugin_@NAME@ SYSTEM PRIVATE ${GLOO_INCLUDE_DIR})\n"
+        "target_compile_definitions(plait_plugin_@NAME@ PRIVATE USE_C10D_GLOO)\n"
+        "target_link_libraries(plait_plugin_@NAME@ PRIVATE plait::c10d)",
+        "data = \"ddp\"\ndp = 2\ncomm = \"@NAME@\""}},
+  };
+  return all;
+}
+
+const TemplateInfo& template_for(const NewPlugin& r) {
+  const std::string key = r.from.empty() ? r.kind : concat(r.kind, " --from ", r.from);
+  const auto it = templates().find(key);
+  if (it != templates().end()) return it->second;
+  PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from ", r.from, " makes a data plugin, not a ", r.kind, " plugin"),
+              r.from == "sharding" ? "use --kind data --from sharding" : "--from takes sharding");
+  throw Error(concat("plait new plugin: --kind ", r.kind, " has no template",
+                     r.kind == "tensor" ? " yet: a tensor plugin's layers are the largest part (see plugins/megatron)" : ""),
+              "--kind takes data, pipeline, offload or comm (and data --from sharding)");
+}
+
+// The folder of this plait's CMake package: the install's, or the build tree's.
+std::string package_dir() {
+  const fs::path prefix = install_prefix();
+  for (const fs::path& dir : {prefix / "lib" / "cmake" / "plait", prefix / "sdk"}) {
+    if (fs::exists(dir / "plaitConfig.cmake")) return dir.string();
+  }
+  throw Error(concat("plait new plugin: no plaitConfig.cmake under ", prefix.string()),
+              "install plait (cmake --install) or build it, then run this plait");
+}
+
+std::string substitute(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + value.size())) {
+      text.replace(at, key.size(), value);
+    }
+  }
+  return text;
+}
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every file of `from` into `to`, substituted; "X.in" becomes "X".
+void copy_substituted(const fs::path& from, const fs::path& to, const std::map<std::string, std::string>& values) {
+  for (const auto& entry : fs::directory_iterator(from)) {
+    if (!entry.is_regular_file()) continue;
+    std::string name = entry.path().filename().string();
+    if (name.ends_with(".in")) name.resize(name.size() - 3);
+    std::ofstream out(to / name);
+    out << substitute(read(entry.path()), values);
+    PLAIT_CHECK(out.good(), concat("plait new plugin: cannot write ", (to / name).string()), "");
+  }
+}
+
+}  // namespace
+
+std::string class_name(const std::string& plugin_name) {
+  std::string out;
+  bool upper = true;
+  for (char c : plugin_name) {
+    if (c == '-' || c == '_' || c == '.') {
+      upper = true;
+    } else {
+      out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      upper = false;
+    }
+  }
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out.front()))) out = "Plugin" + out;
+  return out;
+}
+
+std::string write_plugin_project(const NewPlugin& r) {
+  PLAIT_CHECK(std::regex_match(r.name, std::regex("[a-z][a-z0-9-]*")) && r.name != "none",
+              concat("plait new plugin: '", r.name, "' is not a plugin name"),
+              "a name is lower-case letters, digits and '-', starting with a letter (and not 'none')");
+  const TemplateInfo& info = template_for(r);
+  const fs::path root = install_prefix() / "share" / "plait" / "templates";
+  PLAIT_CHECK(fs::is_directory(root / info.folder) && fs::is_directory(root / "common"),
+              concat("plait new plugin: no templates in ", root.string()), "this plait's install is incomplete: install it again");
+  const fs::path dir = fs::absolute(r.dir.empty() ? fs::path(r.name) : fs::path(r.dir));
+  PLAIT_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && fs::is_empty(dir)),
+              concat("plait new plugin: ", dir.string(), " exists and is not an empty folder"),
+              "give --dir a new folder, or remove that one");
+  const std::map<std::string, std::string> values = {
+      {"@ROLE_CONFIG@", substitute(info.role, {{"@NAME@", r.name}})},
+      {"@COMPONENTS@", info.components},
+      {"@LINK@", substitute(info.link, {{"@NAME@", r.name}})},
+      {"@NAME@", r.name},
+      {"@CLASS@", class_name(r.name)},
+      {"@KIND@", r.kind},
+      {"@PLAIT@", boost::dll::program_location().string()},
+      {"@PLAIT_DIR@", package_dir()},
+  };
+  // Written beside the target and renamed into place: the project appears whole or not at all.
+  const fs::path staging = dir.parent_path() / concat(".", dir.filename().string(), ".partial");
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  try {
+    copy_substituted(root / "common", staging, values);
+    copy_substituted(root / info.folder, staging, values);
+    fs::permissions(staging / "test.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
+                    fs::perm_options::add);
+    if (fs::exists(dir)) fs::remove(dir);  // empty, checked above
+    fs::rename(staging, dir);
+  } catch (...) {
+    fs::remove_all(staging);
+    throw;
+  }
+  return dir.string();
+}
+
+}  // namespace plait::scaffold

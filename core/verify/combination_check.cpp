@@ -1,0 +1,75 @@
+#include <chrono>
+#include <filesystem>
+
+#include "plait/sdk/error.hpp"
+#include "verify/combinations.hpp"
+
+namespace plait::verify {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string joined(const Overrides& o, std::size_t from) {
+  std::string out;
+  for (std::size_t i = from; i < o.size(); ++i) out += (out.empty() ? "" : ", ") + o[i];
+  return out;
+}
+
+// Runs of one combination go to combo-<n>/, their shrinking tries to combo-<n>-<try>/.
+struct Runner {
+  const Workspace& ws;
+  fs::path folder;
+  int tries = 0;
+
+  bool accepted(const Overrides& o, const std::string& name) {
+    return config_accepts(ws, o, (folder / (name + "-validate.log")).string());
+  }
+  Outcome check(const Overrides& o, const std::string& name) {
+    Workspace here = ws;
+    here.folder = (folder / name).string();
+    return run_case({"combinations", joined(o, 1), CaseKind::equivalence, o, {}, ""}, here, 0);
+  }
+};
+
+}  // namespace
+
+std::vector<Outcome> check_combinations(const PluginRecord& plugin, const Workspace& ws, int64_t count, uint64_t seed,
+                                        const std::function<void(const Outcome&)>& show) {
+  CombinationSampler sampler(plugin, seed);
+  Runner runner{ws, fs::path(ws.folder) / "combinations"};
+  fs::create_directories(runner.folder);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<Outcome> rows;
+  int64_t passed = 0, redrawn = 0;
+  for (int64_t n = 1; n <= count; ++n) {
+    const std::string name = concat("combo-", n);
+    Overrides drawn = sampler.next();
+    for (int attempt = 0; !runner.accepted(drawn, name) && attempt < 50; ++attempt, ++redrawn) drawn = sampler.next();
+    Outcome result = runner.check(drawn, name);
+    if (result.status == "pass") {
+      ++passed;
+      continue;
+    }
+    const Overrides smallest = shrink(drawn, [&](const Overrides& o) {
+      const std::string attempt = concat(name, "-try-", ++runner.tries);
+      return runner.accepted(o, attempt) && runner.check(o, attempt).status == "fail";
+    });
+    Outcome failure = runner.check(smallest, name + "-smallest");
+    failure.title = concat("combination ", n, ", shrunk from ", drawn.size(), " overrides to ", smallest.size(), ": ",
+                           joined(smallest, 1));
+    if (failure.status != "fail") failure = result;  // did not fail again: keep what it said first
+    failure.status = "fail";
+    show(failure);
+    rows.push_back(std::move(failure));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Outcome summary{"combinations", concat(count, " random combinations (seed ", seed, ")"), passed == count ? "pass" : "fail",
+                  concat(passed, " equal the single process, ", count - passed, " do not; ", redrawn,
+                         " drawn again as combinations the config checks refuse"),
+                  concat("plait verify ", plugin.name, " --combos ", count, " --seed ", seed), seconds};
+  show(summary);
+  rows.push_back(std::move(summary));
+  return rows;
+}
+
+}  // namespace plait::verify

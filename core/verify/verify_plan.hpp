@@ -1,0 +1,39 @@
+#pragma once
+// What `plait verify` runs for one plugin: the cases of its kind (equivalence with the
+// single-process run, composed with the other kinds), exact resume and resharding when
+// it claims checkpoints, and a refusal before launch for each capability it does not
+// claim. Each case is a set of overrides on one small base config, so every case can be
+// rerun by hand with `plait check` or `plait run`.
+#include <string>
+#include <vector>
+
+#include "loader/plugin_registry.hpp"
+
+namespace plait::verify {
+
+enum class CaseKind {
+  equivalence,  // `plait check`: losses and every gradient as the single process
+  resume,       // N steps, or N/2 and N/2 more from the checkpoint: bit for bit
+  reshard,      // saved under one strategy, resumed under another: within tolerance
+  refused,      // `plait config validate` refuses it, naming `expect`
+};
+
+struct Case {
+  std::string group;  // "equivalence", "checkpoint", "capabilities"
+  std::string title;  // "dp 2, gpt2, float64, accumulation 2, clipping"
+  CaseKind kind = CaseKind::equivalence;
+  std::vector<std::string> sets;   // on top of the base config ("table.key=value")
+  std::vector<std::string> other;  // reshard: the other side's overrides
+  std::string expect;              // refused: what the refusal must say
+};
+
+// The base every case starts from: a tiny model, 4 steps, clipping on.
+std::string base_config_toml();
+
+// The cases for `plugin`; `quick` keeps one or two of each group.
+std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick);
+
+// The `[parallel]` key of a kind's role: "data" -> "parallel.data".
+std::string role_key(const std::string& kind);
+
+}  // namespace plait::verify

@@ -1,0 +1,205 @@
+#include "verify/verify_run.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "check/equivalence.hpp"
+#include "check/tolerance.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/subprocess.hpp"
+
+namespace plait::verify {
+namespace fs = std::filesystem;
+
+namespace {
+
+using Sets = std::vector<std::string>;
+
+// "1.2e-15": a relative difference, as the tables print it.
+std::string sci(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1e", x);
+  return text;
+}
+
+std::vector<std::string> argv_of(const std::string& verb, const Workspace& ws, const Sets& sets, const Sets& extra) {
+  std::vector<std::string> argv = {ws.plait};
+  if (verb == "config validate") {
+    argv.insert(argv.end(), {"config", "validate"});
+  } else {
+    argv.push_back(verb);
+  }
+  argv.push_back(ws.base_config);
+  for (const auto& s : sets) {
+    argv.push_back("--set");
+    argv.push_back(s);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+std::string read_all(const fs::path& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The first "error:" or "mismatch:" line of a log: why a run failed, in its words.
+std::string first_reason(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line;
+  while (std::getline(in, line)) {
+    for (const char* mark : {"error: ", "mismatch: "}) {
+      const auto at = line.find(mark);
+      if (at != std::string::npos) return line.substr(at);
+    }
+  }
+  return concat("see ", log.string());
+}
+
+struct Ran {
+  int code = 0;
+  fs::path log;
+};
+
+Ran run(const std::string& verb, const Workspace& ws, const Sets& sets, const Sets& extra, const fs::path& log) {
+  return {run_command(argv_of(verb, ws, sets, extra), log.string()), log};
+}
+
+// Whether a run succeeded; its reason when not.
+bool ok(const Ran& r, Outcome& out, const std::string& what) {
+  if (r.code == 0) return true;
+  out.status = "fail";
+  out.detail = concat(what, " exited with ", r.code, ": ", first_reason(r.log));
+  return false;
+}
+
+void equivalence(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Ran r = run("check", ws, c.sets, {"--out", (dir / "check").string()}, dir / "check.log");
+  const fs::path report = dir / "check" / "equivalence.json";
+  if (r.code != 0 || !fs::exists(report)) {
+    ok(r.code == 0 ? Ran{1, r.log} : r, out, "plait check");
+    return;
+  }
+  const auto j = nlohmann::json::parse(read_all(report));
+  out.status = j.at("passed").get<bool>() ? "pass" : "fail";
+  out.detail = concat("losses ", j.at("losses").size(), " steps, worst ", sci(j.at("worst_loss_relative").get<double>()),
+                      "; gradients ", j.at("grads").size(), ", worst ", sci(j.at("worst_grad_relative").get<double>()),
+                      " (tolerance ", j.at("tolerance").get<double>(), ")");
+  if (out.status == "fail") out.detail += "; " + first_reason(r.log);
+}
+
+// Every tensor of two checkpoints, whole: the name of the first that differs, or "".
+std::string first_difference(const fs::path& a, const fs::path& b) {
+  checkpoint::CheckpointReader ra(a), rb(b);
+  if (ra.index().tensors.size() != rb.index().tensors.size()) return "the checkpoints hold different tensors";
+  for (const auto& [name, entry] : ra.index().tensors) {
+    const auto other = rb.index().tensors.find(name);
+    if (other == rb.index().tensors.end()) return concat(name, " is missing from the resumed run's checkpoint");
+    const at::Tensor x = ra.read(name, checkpoint::Region::whole(entry));
+    const at::Tensor y = rb.read(name, checkpoint::Region::whole(other->second));
+    if (!at::equal(x, y)) return concat(name, " differs");
+  }
+  return "";
+}
+
+Sets with(Sets sets, const std::string& one_more) {
+  sets.push_back(one_more);
+  return sets;
+}
+
+// Whether the runs recorded 4 and 2 steps (the losses compared); the reason when not.
+bool four_and_two(const std::vector<double>& whole, const std::vector<double>& tail, Outcome& out) {
+  out.status = "fail";
+  if (tail.size() == 2 && whole.size() == 4) return true;
+  out.detail = concat("the runs recorded ", whole.size(), " and ", tail.size(), " steps, not 4 and 2");
+  return false;
+}
+
+void resume(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Sets sets = with(c.sets, "checkpoint.every=2");
+  if (!ok(run("run", ws, sets, {"--out", (dir / "straight").string()}, dir / "straight.log"), out, "the 4-step run")) return;
+  if (!ok(run("run", ws, sets, {"--steps", "2", "--out", (dir / "first").string()}, dir / "first.log"), out, "the 2-step run")) return;
+  const Sets resumed = with(sets, "checkpoint.resume_from=" + (dir / "first").string());
+  if (!ok(run("run", ws, resumed, {"--out", (dir / "resumed").string()}, dir / "resumed.log"), out, "the resumed run")) return;
+  const auto whole = run_losses((dir / "straight").string()), tail = run_losses((dir / "resumed").string());
+  if (!four_and_two(whole, tail, out)) return;
+  if (tail[0] != whole[2] || tail[1] != whole[3]) {
+    out.detail = concat("the resumed losses differ: step 3 ", tail[0], " against ", whole[2], ", step 4 ", tail[1], " against ", whole[3]);
+  } else if (const std::string d = first_difference(dir / "straight/checkpoints/step-4", dir / "resumed/checkpoints/step-4"); !d.empty()) {
+    out.detail = concat("the final checkpoints differ: ", d);
+  } else {
+    out.status = "pass";
+    out.detail = "losses of steps 3-4 and every tensor of the final checkpoint bit for bit";
+  }
+}
+
+void reshard(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Sets source = with(c.sets, "checkpoint.every=2");
+  if (!ok(run("run", ws, source, {"--out", (dir / "source").string()}, dir / "source.log"), out, "the saving run")) return;
+  const Sets target = with(c.other, "checkpoint.resume_from=" + (dir / "source/checkpoints/step-2").string());
+  if (!ok(run("run", ws, target, {"--out", (dir / "target").string()}, dir / "target.log"), out, "the resuming run")) return;
+  const auto whole = run_losses((dir / "source").string()), tail = run_losses((dir / "target").string());
+  if (!four_and_two(whole, tail, out)) return;
+  const double tolerance = *default_tolerance("float64");
+  const double worst = std::max(relative_difference(tail[0], whole[2]), relative_difference(tail[1], whole[3]));
+  out.status = worst <= tolerance ? "pass" : "fail";
+  out.detail = concat("losses of steps 3-4 within ", sci(worst), " of the saving run's (tolerance ", tolerance, ")");
+}
+
+void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Ran r = run("config validate", ws, c.sets, {}, dir / "validate.log");
+  const std::string said = read_all(r.log);
+  const bool named = said.find(c.expect) != std::string::npos;
+  out.status = r.code != 0 && named ? "pass" : "fail";
+  out.detail = r.code == 0 ? "plait config validate accepted it" : first_reason(r.log);
+  if (r.code != 0 && !named) out.detail = concat("refused, but not as \"", c.expect, "...\": ", out.detail);
+}
+
+}  // namespace
+
+bool config_accepts(const Workspace& ws, const std::vector<std::string>& sets, const std::string& log) {
+  return run("config validate", ws, sets, {}, log).code == 0;
+}
+
+std::string command_line(const std::string& verb, const Workspace& ws, const std::vector<std::string>& sets) {
+  std::string line = concat("plait ", verb, " ", ws.base_config);
+  for (const auto& s : sets) line += concat(" --set ", s);
+  return line;
+}
+
+Outcome run_case(const Case& c, const Workspace& ws, int index) {
+  const fs::path dir = fs::path(ws.folder) / concat("case-", index);
+  fs::create_directories(dir);
+  Outcome out{c.group, c.title, "fail", "", "", 0.0};
+  const auto start = std::chrono::steady_clock::now();
+  switch (c.kind) {
+    case CaseKind::equivalence:
+      out.reproduce = command_line("check", ws, c.sets);
+      equivalence(c, ws, dir, out);
+      break;
+    case CaseKind::resume:
+      out.reproduce = concat(command_line("run", ws, c.sets), " --set checkpoint.every=2 (4 steps; then 2, resumed to 4)");
+      resume(c, ws, dir, out);
+      break;
+    case CaseKind::reshard:
+      out.reproduce = concat(command_line("run", ws, c.sets), " --set checkpoint.every=2; then ", command_line("run", ws, c.other),
+                             " --set checkpoint.resume_from=<its step-2>");
+      reshard(c, ws, dir, out);
+      break;
+    case CaseKind::refused:
+      out.reproduce = command_line("config validate", ws, c.sets);
+      refused(c, ws, dir, out);
+      break;
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace plait::verify

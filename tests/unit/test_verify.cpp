@@ -1,0 +1,123 @@
+// plait verify: a built-in plugin passes with every row it owes; a plugin given by path
+// is verified from its folder; each broken fixture fails on its own line, with the
+// command that reproduces it; the report says the same as the table.
+#include <catch2/catch.hpp>
+
+#include "support/test_support.hpp"
+
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string fixture(const std::string& folder, const std::string& name) {
+  return std::string(PLAIT_FIXTURE_DIR) + "/" + folder + "/libplait_plugin_fixture_" + name + ".so";
+}
+
+ProcessResult verify(const TempDir& dir, const std::string& plugin, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"verify", plugin, "--quick", "--out", (dir / "verify").string(), "--json",
+                                   (dir / "report.json").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_plait(args);
+}
+
+// The report's row of a title, which must exist.
+nlohmann::json row(const nlohmann::json& report, const std::string& title_start) {
+  for (const auto& r : report.at("checks")) {
+    if (r.at("title").get<std::string>().rfind(title_start, 0) == 0) return r;
+  }
+  FAIL("no row '" << title_start << "' in the report");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("plait verify --quick passes ddp: library, schema, equivalence, exact resume, a refusal per missing capability, "
+          "random combinations", "[verify]") {
+  TempDir dir;
+  const ProcessResult r = verify(dir, "ddp", {"--combos", "3", "--seed", "7"});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("PASS  library      loads: entry point, API version, LibTorch, C++ ABI") &&
+                           Contains("PASS  equivalence  dp 2, gpt2, float64, accumulation 2, clipping") &&
+                           Contains("PASS  checkpoint   resumes exactly") && Contains("PASS: "));
+  const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
+  CHECK(report.at("passed").get<bool>());
+  CHECK(report.at("plugin").at("kind") == "data");
+  // Every parameter compared: 4 + 12 per block in gpt2, 3 + 9 in llama, 4 blocks.
+  CHECK_THAT(row(report, "dp 2, gpt2, float64").at("detail").get<std::string>(), Contains("gradients 52, worst"));
+  CHECK_THAT(row(report, "dp 2, llama, float32, dropout").at("detail").get<std::string>(), Contains("gradients 39, worst"));
+  CHECK_THAT(row(report, "schema").at("detail").get<std::string>(), Contains("keys"));
+  CHECK_THAT(row(report, "3 random combinations (seed 7)").at("detail").get<std::string>(),
+             Contains("3 equal the single process, 0 do not"));
+  // The report on disk is the one --json wrote.
+  CHECK(read_file(dir / "verify/verify.json") == read_file(dir / "report.json"));
+}
+
+TEST_CASE("plait verify of a library path: a minimal in-house ddp passes, and one that never syncs fails its equivalence rows",
+          "[verify]") {
+  TempDir dir;
+  const ProcessResult good = verify(dir, fixture("minimal_ddp", "minimal_ddp"));
+  INFO(good.output);
+  CHECK(good.exit_code == 0);
+  CHECK_THAT(good.output, Contains("PASS  checkpoint   resumes exactly"));
+
+  TempDir bad;
+  const ProcessResult r = verify(bad, fixture("nosync", "nosync"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("FAIL  equivalence  dp 2, gpt2, float64, accumulation 2, clipping") &&
+                           Contains("reproduce: plait check ") && Contains("--set parallel.data=fixture-nosync --set parallel.dp=2") &&
+                           Contains("FAIL: "));
+  // Without 'checkpoint', a run that saves is refused before launch: that row passes.
+  CHECK_THAT(r.output, Contains("PASS  capabilities without 'checkpoint': refused before launch"));
+}
+
+TEST_CASE("plait verify fails a data plugin that averages gradients instead of summing them, and shrinks a failing "
+          "random combination to the override that matters", "[verify]") {
+  TempDir dir;
+  const ProcessResult r = verify(dir, fixture("average", "average"), {"--combos", "2", "--seed", "1"});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
+  const auto failed = row(report, "dp 2, gpt2, float64");
+  CHECK(failed.at("status") == "fail");
+  CHECK_THAT(failed.at("detail").get<std::string>(), Contains("mismatch: "));
+  // Seed 1's second combination runs on dp 2 among 8 overrides; only dp 2 is needed to fail.
+  const auto shrunk = row(report, "combination 2, shrunk from 8 overrides to 2: parallel.dp=2");
+  CHECK(shrunk.at("status") == "fail");
+  CHECK_THAT(shrunk.at("reproduce").get<std::string>(),
+             Contains("base.toml --set parallel.data=fixture-average --set parallel.dp=2") &&
+                 !Contains("model.family"));
+  CHECK_THAT(row(report, "2 random combinations (seed 1)").at("detail").get<std::string>(),
+             Contains("1 equal the single process, 1 do not"));
+}
+
+TEST_CASE("plait verify fails a plugin that claims checkpoints and restores them wrongly, on the resume row", "[verify]") {
+  TempDir dir;
+  const ProcessResult r = verify(dir, fixture("bad_restore", "bad_restore"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
+  CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");  // it trains right
+  const auto resume = row(report, "resumes exactly");
+  CHECK(resume.at("status") == "fail");
+  CHECK_THAT(resume.at("detail").get<std::string>(), Contains("the resumed losses differ: step 3 "));
+}
+
+TEST_CASE("plait verify fails a schema key without a doc, naming the key", "[verify]") {
+  TempDir dir;
+  const ProcessResult r = verify(dir, fixture("undocumented", "undocumented"));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("FAIL  library      schema: every key typed, documented, with a default") &&
+                           Contains("forgotten") && Contains("doc (one line) is required"));
+}
+
+TEST_CASE("plait verify of a name it does not know suggests one, and leaves no folder", "[verify]") {
+  TempDir dir;
+  const ProcessResult r = run_plait({"verify", "dpp", "--quick", "--out", (dir / "verify").string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("error: plait verify: no plugin named 'dpp' (did you mean 'ddp'?)"));
+  CHECK_FALSE(fs::exists(dir / "verify"));
+}
