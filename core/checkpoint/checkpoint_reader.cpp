@@ -206,4 +206,17 @@ void CheckpointReader::read_into(const std::string& name, const Region& region, 
               "the checkpoint is incomplete");
 }
 
+std::string first_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
+  CheckpointReader ra(a), rb(b);
+  if (ra.index().tensors.size() != rb.index().tensors.size()) return "the checkpoints hold different tensors";
+  for (const auto& [name, entry] : ra.index().tensors) {
+    const auto other = rb.index().tensors.find(name);
+    if (other == rb.index().tensors.end()) return concat(name, " is missing from ", b.string());
+    const at::Tensor x = ra.read(name, Region::whole(entry));
+    const at::Tensor y = rb.read(name, Region::whole(other->second));
+    if (!at::equal(x, y)) return concat(name, " differs");
+  }
+  return "";
+}
+
 }  // namespace plait::checkpoint

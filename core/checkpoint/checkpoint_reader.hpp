@@ -71,4 +71,8 @@ class CheckpointReader {
   int64_t bytes_read_ = 0;
 };
 
+// Every tensor of two checkpoints compared whole, bit for bit: why the first that
+// differs does, or "" when they hold the same state (how a resumed run is judged).
+std::string first_difference(const std::filesystem::path& a, const std::filesystem::path& b);
+
 }  // namespace plait::checkpoint

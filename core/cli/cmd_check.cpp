@@ -14,6 +14,7 @@
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "run/subprocess.hpp"
+#include "util/read_text.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -21,20 +22,12 @@ namespace fs = std::filesystem;
 namespace {
 
 // The first error line a failed run printed, so that the check says why.
-std::string first_error(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("error: ", 0) == 0) return line.substr(7);
-  }
-  return "";
-}
-
 double run_timed(const std::vector<std::string>& argv, const fs::path& log, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   const int code = run_command(argv, log.string());
   if (code != 0) {
-    const std::string why = first_error(log);
+    const std::string said = first_marked_line(log, {"error: "});
+    const std::string why = said.empty() ? said : said.substr(7);
     throw Error(concat("the ", what, " run failed (exit code ", code, ")", why.empty() ? "" : ": " + why),
                 concat("see ", log.string()));
   }

@@ -4,12 +4,12 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <sstream>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include "plait/sdk/error.hpp"
 #include "util/did_you_mean.hpp"
+#include "util/read_text.hpp"
 #include "util/search_path.hpp"
 
 namespace plait::scaffold {
@@ -75,13 +75,6 @@ std::string substitute(std::string text, const std::map<std::string, std::string
   return text;
 }
 
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Every file of `from` into `to`, substituted; "X.in" becomes "X".
 void copy_substituted(const fs::path& from, const fs::path& to, const std::map<std::string, std::string>& values) {
   for (const auto& entry : fs::directory_iterator(from)) {
@@ -89,7 +82,7 @@ void copy_substituted(const fs::path& from, const fs::path& to, const std::map<s
     std::string name = entry.path().filename().string();
     if (name.ends_with(".in")) name.resize(name.size() - 3);
     std::ofstream out(to / name);
-    out << substitute(read(entry.path()), values);
+    out << substitute(read_text(entry.path()), values);
     PLAIT_CHECK(out.good(), concat("plait new plugin: cannot write ", (to / name).string()), "");
   }
 }

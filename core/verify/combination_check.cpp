@@ -50,14 +50,18 @@ std::vector<Outcome> check_combinations(const PluginRecord& plugin, const Worksp
       ++passed;
       continue;
     }
+    // shrink keeps a list only when it still fails, so the last failing outcome is the smallest's.
+    Outcome failure = result;
     const Overrides smallest = shrink(drawn, [&](const Overrides& o) {
       const std::string attempt = concat(name, "-try-", ++runner.tries);
-      return runner.accepted(o, attempt) && runner.check(o, attempt).status == "fail";
+      if (!runner.accepted(o, attempt)) return false;
+      Outcome tried = runner.check(o, attempt);
+      if (tried.status != "fail") return false;
+      failure = std::move(tried);
+      return true;
     });
-    Outcome failure = runner.check(smallest, name + "-smallest");
     failure.title = concat("combination ", n, ", shrunk from ", drawn.size(), " overrides to ", smallest.size(), ": ",
                            joined(smallest, 1));
-    if (failure.status != "fail") failure = result;  // did not fail again: keep what it said first
     failure.status = "fail";
     show(failure);
     rows.push_back(std::move(failure));

@@ -121,8 +121,6 @@ std::vector<Case> refusal_cases(const PluginRecord& p, const Sets& me) {
 
 }  // namespace
 
-std::string role_key(const std::string& kind) { return "parallel." + kind; }
-
 std::string base_config_toml() {
   return R"(# plait verify's base: each case adds its overrides (--set) to this.
 [model]
@@ -147,7 +145,7 @@ seed = 1337
 }
 
 std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick) {
-  const Sets me = {role_key(plugin.kind) + "=" + plugin.name};
+  const Sets me = {"parallel." + plugin.kind + "=" + plugin.name};
   Titled equivalence;
   if (plugin.kind == "data") equivalence = data_cases(plugin, quick);
   if (plugin.kind == "pipeline") equivalence = pipeline_cases(quick);

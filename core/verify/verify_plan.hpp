@@ -33,7 +33,4 @@ std::string base_config_toml();
 // The cases for `plugin`; `quick` keeps one or two of each group.
 std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick);
 
-// The `[parallel]` key of a kind's role: "data" -> "parallel.data".
-std::string role_key(const std::string& kind);
-
 }  // namespace plait::verify

@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_reader.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/subprocess.hpp"
+#include "util/read_text.hpp"
 
 namespace plait::verify {
 namespace fs = std::filesystem;
@@ -45,22 +46,10 @@ std::vector<std::string> argv_of(const std::string& verb, const Workspace& ws, c
   return argv;
 }
 
-std::string read_all(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The first "error:" or "mismatch:" line of a log: why a run failed, in its words.
+// Why a run failed, in its words, or where to look.
 std::string first_reason(const fs::path& log) {
-  std::ifstream in(log);
-  std::string line;
-  while (std::getline(in, line)) {
-    for (const char* mark : {"error: ", "mismatch: "}) {
-      const auto at = line.find(mark);
-      if (at != std::string::npos) return line.substr(at);
-    }
-  }
-  return concat("see ", log.string());
+  const std::string said = first_marked_line(log, {"error: ", "mismatch: "});
+  return said.empty() ? concat("see ", log.string()) : said;
 }
 
 struct Ran {
@@ -87,26 +76,12 @@ void equivalence(const Case& c, const Workspace& ws, const fs::path& dir, Outcom
     ok(r.code == 0 ? Ran{1, r.log} : r, out, "plait check");
     return;
   }
-  const auto j = nlohmann::json::parse(read_all(report));
+  const auto j = nlohmann::json::parse(read_text(report));
   out.status = j.at("passed").get<bool>() ? "pass" : "fail";
   out.detail = concat("losses ", j.at("losses").size(), " steps, worst ", sci(j.at("worst_loss_relative").get<double>()),
                       "; gradients ", j.at("grads").size(), ", worst ", sci(j.at("worst_grad_relative").get<double>()),
                       " (tolerance ", j.at("tolerance").get<double>(), ")");
   if (out.status == "fail") out.detail += "; " + first_reason(r.log);
-}
-
-// Every tensor of two checkpoints, whole: the name of the first that differs, or "".
-std::string first_difference(const fs::path& a, const fs::path& b) {
-  checkpoint::CheckpointReader ra(a), rb(b);
-  if (ra.index().tensors.size() != rb.index().tensors.size()) return "the checkpoints hold different tensors";
-  for (const auto& [name, entry] : ra.index().tensors) {
-    const auto other = rb.index().tensors.find(name);
-    if (other == rb.index().tensors.end()) return concat(name, " is missing from the resumed run's checkpoint");
-    const at::Tensor x = ra.read(name, checkpoint::Region::whole(entry));
-    const at::Tensor y = rb.read(name, checkpoint::Region::whole(other->second));
-    if (!at::equal(x, y)) return concat(name, " differs");
-  }
-  return "";
 }
 
 Sets with(Sets sets, const std::string& one_more) {
@@ -132,7 +107,7 @@ void resume(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& ou
   if (!four_and_two(whole, tail, out)) return;
   if (tail[0] != whole[2] || tail[1] != whole[3]) {
     out.detail = concat("the resumed losses differ: step 3 ", tail[0], " against ", whole[2], ", step 4 ", tail[1], " against ", whole[3]);
-  } else if (const std::string d = first_difference(dir / "straight/checkpoints/step-4", dir / "resumed/checkpoints/step-4"); !d.empty()) {
+  } else if (const std::string d = checkpoint::first_difference(dir / "straight/checkpoints/step-4", dir / "resumed/checkpoints/step-4"); !d.empty()) {
     out.detail = concat("the final checkpoints differ: ", d);
   } else {
     out.status = "pass";
@@ -155,7 +130,7 @@ void reshard(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
 
 void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
   const Ran r = run("config validate", ws, c.sets, {}, dir / "validate.log");
-  const std::string said = read_all(r.log);
+  const std::string said = read_text(r.log);
   const bool named = said.find(c.expect) != std::string::npos;
   out.status = r.code != 0 && named ? "pass" : "fail";
   out.detail = r.code == 0 ? "plait config validate accepted it" : first_reason(r.log);

@@ -46,8 +46,9 @@ struct Saved {
   fs::path root, folder;
 };
 
-Saved save_two_ranks(const TempDir& dir, int64_t step, bool drop_rank_1_zero_part = false) {
+Saved save_two_ranks(const fs::path& dir, int64_t step, bool drop_rank_1_zero_part = false, double megatron_shift = 0) {
   Saved s;
+  s.megatron += megatron_shift;
   s.root = dir / "checkpoints";
   const fs::path staging = begin_staging(s.root, step);
   CheckpointIndex index;
@@ -71,7 +72,7 @@ Saved save_two_ranks(const TempDir& dir, int64_t step, bool drop_rank_1_zero_par
 TEST_CASE("a checkpoint's regions read back from flat and sliced parts, whichever rank wrote them",
           "[checkpoint]") {
   TempDir dir;
-  const Saved s = save_two_ranks(dir, 5);
+  const Saved s = save_two_ranks(dir.path(), 5);
   CHECK(s.folder == s.root / "step-5");
   CHECK(resolve_checkpoint(s.root) == s.folder);
   CheckpointReader reader(resolve_checkpoint(s.root));
@@ -94,9 +95,17 @@ TEST_CASE("a checkpoint's regions read back from flat and sliced parts, whicheve
   CHECK(at::equal(reader.read("megatron.w", Region::range(5, 9)), s.megatron.reshape({-1}).narrow(0, 5, 9)));
 }
 
+TEST_CASE("two checkpoints compared whole: the same state, then the tensor that differs named", "[checkpoint]") {
+  TempDir dir;
+  const Saved a = save_two_ranks(dir / "a", 2), b = save_two_ranks(dir / "b", 2);
+  CHECK(first_difference(a.folder, b.folder) == "");
+  const Saved shifted = save_two_ranks(dir / "c", 2, false, 0.5);
+  CHECK(first_difference(a.folder, shifted.folder) == "megatron.w differs");
+}
+
 TEST_CASE("verify names the file whose byte was flipped, and its size when truncated", "[checkpoint]") {
   TempDir dir;
-  const Saved s = save_two_ranks(dir, 3);
+  const Saved s = save_two_ranks(dir.path(), 3);
   const fs::path victim = s.folder / "rank-1.safetensors";
   {
     std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
@@ -114,7 +123,7 @@ TEST_CASE("verify names the file whose byte was flipped, and its size when trunc
 
 TEST_CASE("a save that did not finish is never taken for a checkpoint, and latest keeps the previous one", "[checkpoint]") {
   TempDir dir;
-  const Saved s = save_two_ranks(dir, 2);
+  const Saved s = save_two_ranks(dir.path(), 2);
   const fs::path torn = begin_staging(s.root, 4);  // a crash after the ranks started step 4's files
   write_rank_shard(torn, 0, {{"zero.w", {6, 4}, flat(0, 24), s.zero}});
   CHECK(resolve_checkpoint(s.root) == s.root / "step-2");
@@ -122,7 +131,7 @@ TEST_CASE("a save that did not finish is never taken for a checkpoint, and lates
   CHECK_THROWS_WITH(CheckpointReader(torn), Contains("is not a complete checkpoint: it has no index.json"));
   // A crash after step 5's folder took its name but before `latest` did: step 5 is whole
   // (the name comes last), and it is the one taken.
-  save_two_ranks(dir, 5);
+  save_two_ranks(dir.path(), 5);
   std::ofstream(s.root / "latest") << "step-2\n";
   CHECK(resolve_checkpoint(s.root) == s.root / "step-5");
   CHECK(resolve_checkpoint(dir.path()) == s.root / "step-5");
@@ -130,7 +139,7 @@ TEST_CASE("a save that did not finish is never taken for a checkpoint, and lates
 
 TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover it", "[checkpoint]") {
   TempDir dir;
-  const Saved s = save_two_ranks(dir, 1);
+  const Saved s = save_two_ranks(dir.path(), 1);
   nlohmann::json j = nlohmann::json::parse(std::ifstream(s.folder / "index.json"));
   j["format_version"] = 2;
   std::ofstream(s.folder / "index.json") << j.dump();
@@ -138,13 +147,13 @@ TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover
                     Contains("checkpoint format version 2, but this plait reads version 1"));
 
   TempDir other;
-  CHECK_THROWS_WITH(save_two_ranks(other, 1, /*drop_rank_1_zero_part=*/true),
+  CHECK_THROWS_WITH(save_two_ranks(other.path(), 1, /*drop_rank_1_zero_part=*/true),
                     Contains("tensor zero.w's parts hold 10 of its 24 elements"));
 }
 
 TEST_CASE("keep_last prunes the oldest complete checkpoints and never the latest", "[checkpoint]") {
   TempDir dir;
-  for (int64_t step : {1, 2, 3}) save_two_ranks(dir, step);
+  for (int64_t step : {1, 2, 3}) save_two_ranks(dir.path(), step);
   prune(dir / "checkpoints", 2);
   CHECK_FALSE(fs::exists(dir / "checkpoints/step-1"));
   CHECK(fs::exists(dir / "checkpoints/step-2"));
@@ -155,7 +164,7 @@ TEST_CASE("keep_last prunes the oldest complete checkpoints and never the latest
 
 TEST_CASE("plait checkpoint inspect and verify: what was saved, and a flipped byte named", "[checkpoint]") {
   TempDir dir;
-  const Saved s = save_two_ranks(dir, 7);
+  const Saved s = save_two_ranks(dir.path(), 7);
   ProcessResult shown = run_plait({"checkpoint", "inspect", dir.path().string()});
   INFO(shown.output);
   CHECK(shown.exit_code == 0);
