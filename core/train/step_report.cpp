@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <numeric>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -22,6 +24,10 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
   log_every_ = train.get<int64_t>("log_every");
   phase_timing_ = train.get<bool>("phase_timing");
   const std::string rank_metrics = train.get<std::string>("rank_metrics");
+  if (plan.config->table("debug").get<bool>("count_host_syncs")) {
+    syncs_.start();
+    syncs_.take();  // building and resuming are not a step
+  }
   keep_ranks_ = rank_metrics == "all" || (rank_metrics == "auto" && plan.world->size() <= kRanksKeptByDefault);
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
@@ -57,6 +63,7 @@ void add_time(RankFigures& figures, const PhaseTimes& t) {
 void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps) {
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
+  if (syncs_.started()) syncs_by_step_.push_back(syncs_.take());
   if (!is_logged_step(step, log_every_, steps_) && out.result.applied) return;
   const MemoryStats mem = rank_memory(rank_.device);
   const StateBytes state = rank_.dp.plugin->state_bytes();
@@ -82,6 +89,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
       {"param_bytes", state.params},           {"grad_bytes", state.grads},
       {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
       {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
+      {"mem_bytes", mem.current_bytes},        {"host_mem_bytes", mem.host_current_bytes},
       {"peak_mem_bytes", mem.peak_bytes},      {"peak_reserved_mem_bytes", mem.peak_reserved_bytes},
       {"peak_host_mem_bytes", mem.host_peak_bytes},
       {"activation_bytes", out.schedule.activation_bytes},
@@ -89,6 +97,9 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
       {"pipeline_span_us", std::round(out.schedule.span_s * 1e6)},
   };
   if (phase_timing_) add_time(mine, out.time);
+  if (syncs_.started()) {  // every rank's, since the last record: a plugin may wait on one rank only
+    mine.emplace_back("host_syncs", static_cast<double>(std::accumulate(syncs_by_step_.begin(), syncs_by_step_.end(), int64_t{0})));
+  }
   RankFigures with_comm = mine;
   with_comm.emplace_back("step_ms", step_s * 1e3);
   with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
@@ -102,6 +113,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   reads_by_step_.back() += rank_.host_reads.take();  // the gathered figures
   record["host_reads_by_step"] = reads_by_step_;      // this rank's, every step since the last record
   reads_by_step_.clear();
+  if (syncs_.started()) record["host_syncs_by_step"] = std::exchange(syncs_by_step_, {});
   if (metrics_) metrics_->write(record);
   if (tensorboard_) tensorboard_->scalars(step, tensorboard_scalars(record));
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

@@ -13,6 +13,7 @@
 #include "metrics/metrics_writer.hpp"
 #include "metrics/step_record.hpp"
 #include "metrics/tensorboard_events.hpp"
+#include "train/host_syncs.hpp"
 #include "train/rank.hpp"
 #include "train/train_step.hpp"
 
@@ -45,6 +46,8 @@ class StepReporter {
   int64_t steps_ = 0, log_every_ = 1;
   bool phase_timing_ = true, keep_ranks_ = true;
   std::vector<int64_t> reads_by_step_;  // device-to-host reads of the steps not yet recorded
+  HostSyncCounter syncs_;               // with debug.count_host_syncs
+  std::vector<int64_t> syncs_by_step_;  // the waits it saw, of the steps not yet recorded
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -1,5 +1,6 @@
 #include "train/train_step.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -95,7 +96,10 @@ std::vector<Batch> StepRunner::next_batches() {
 at::Tensor StepRunner::global_tokens(const std::vector<Batch>& batches) const {
   int64_t here = 0;
   for (const auto& b : batches) {
-    PLAIT_CHECK(!b.targets.lt(0).any().item<bool>(),
+    // The loader's targets are host tensors: read in place, no device is waited for.
+    const at::Tensor t = b.targets.contiguous();
+    const int64_t* v = t.data_ptr<int64_t>();
+    PLAIT_CHECK(std::none_of(v, v + t.numel(), [](int64_t target) { return target < 0; }),
                 concat("rank ", plan_.world->rank(), ": a batch has ignored (negative) targets"),
                 "the loss is divided by dp times each rank's target count, which holds only when every target counts");
     here += b.targets.numel();

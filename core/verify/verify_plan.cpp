@@ -154,6 +154,11 @@ std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick) {
   if (plugin.kind == "comm") equivalence = comm_cases(quick);
   std::vector<Case> out;
   for (auto& [title, sets] : equivalence) out.push_back({"equivalence", title, CaseKind::equivalence, me + sets, {}, ""});
+  if (!equivalence.empty()) {  // on its first equivalence case's mesh
+    const Sets first = me + equivalence.front().second;
+    out.push_back({"honesty", "one device-to-host read per step, every wait counted", CaseKind::host_reads, first, {}, ""});
+    out.push_back({"honesty", "the state bytes it reports are what each rank's allocator holds", CaseKind::state_bytes, first, {}, ""});
+  }
   if (plugin.kind != "data") return out;
   if (plugin.has_capability(capability::checkpoint)) {
     for (auto& c : checkpoint_cases(plugin, me, quick)) out.push_back(std::move(c));

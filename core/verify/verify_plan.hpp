@@ -16,10 +16,12 @@ enum class CaseKind {
   resume,       // N steps, or N/2 and N/2 more from the checkpoint: bit for bit
   reshard,      // saved under one strategy, resumed under another: within tolerance
   refused,      // `plait config validate` refuses it, naming `expect`
+  host_reads,   // one read per step, with every wait for the device counted
+  state_bytes,  // the state bytes each rank reports against its allocator's
 };
 
 struct Case {
-  std::string group;  // "equivalence", "checkpoint", "capabilities"
+  std::string group;  // "equivalence", "checkpoint", "capabilities", "honesty"
   std::string title;  // "dp 2, gpt2, float64, accumulation 2, clipping"
   CaseKind kind = CaseKind::equivalence;
   std::vector<std::string> sets;   // on top of the base config ("table.key=value")

@@ -12,8 +12,10 @@
 #include "check/equivalence.hpp"
 #include "check/tolerance.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
+#include "verify/honesty.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/subprocess.hpp"
+#include "util/human_bytes.hpp"
 #include "util/read_text.hpp"
 
 namespace plait::verify {
@@ -137,6 +139,26 @@ void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
   if (r.code != 0 && !named) out.detail = concat("refused, but not as \"", c.expect, "...\": ", out.detail);
 }
 
+// Reads: 4 steps, logging only the last, with every wait for the device counted. State:
+// 8 steps, each logged (a rank must hold what it reports in at least one).
+Sets honesty_sets(const Case& c) {
+  if (c.kind == CaseKind::host_reads) return with(with(c.sets, "debug.count_host_syncs=true"), "train.log_every=4");
+  return with(with(c.sets, "train.steps=8"), "train.log_every=1");
+}
+
+void honesty(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Sets sets = honesty_sets(c);
+  if (!ok(run("run", ws, sets, {"--out", (dir / "run").string()}, dir / "run.log"), out, "the run")) return;
+  const Records records = read_records((dir / "run").string());
+  const std::string why = c.kind == CaseKind::host_reads ? stray_host_reads(records) : unreported_state(records);
+  out.status = why.empty() ? "pass" : "fail";
+  out.detail = !why.empty() ? why
+               : c.kind == CaseKind::host_reads ? "one read in each of steps 1-3, none elsewhere; two in the logged step 4"
+                                                : concat(state_figures(records), "; every rank within ",
+                                                         human_bytes(kStateSlackBytes), " and ", kStateSlackFraction * 100,
+                                                         "% of its report");
+}
+
 }  // namespace
 
 bool config_accepts(const Workspace& ws, const std::vector<std::string>& sets, const std::string& log) {
@@ -167,6 +189,11 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
       out.reproduce = concat(command_line("run", ws, c.sets), " --set checkpoint.every=2; then ", command_line("run", ws, c.other),
                              " --set checkpoint.resume_from=<its step-2>");
       reshard(c, ws, dir, out);
+      break;
+    case CaseKind::host_reads:
+    case CaseKind::state_bytes:
+      out.reproduce = command_line("run", ws, honesty_sets(c));
+      honesty(c, ws, dir, out);
       break;
     case CaseKind::refused:
       out.reproduce = command_line("config validate", ws, c.sets);

@@ -1,7 +1,8 @@
 // Device-to-host reads per step, through the core's own accounting (metrics
 // host_reads_by_step): one per step (the optimizer step's norm with the loss figures),
 // plus one for the gathered figures on a logged step, under replicated and sharded data
-// parallel and a pipeline; and the records of a run that logs every 4th step.
+// parallel and a pipeline, with every other wait for the device counted (none, on any
+// rank: debug.count_host_syncs); and the records of a run that logs every 4th step.
 #include <catch2/catch.hpp>
 
 #include "support/test_support.hpp"
@@ -43,8 +44,12 @@ std::vector<nlohmann::json> expect_one_read_per_step(const std::vector<std::stri
 
 }  // namespace
 
-TEST_CASE("one device-to-host read per step outside logged steps: ddp on 2 ranks", "[runs]") {
-  expect_one_read_per_step({});
+TEST_CASE("one device-to-host read per step outside logged steps: ddp on 2 ranks, with no other wait on any rank", "[runs]") {
+  const auto records = expect_one_read_per_step({"debug.count_host_syncs=true"});
+  for (const auto& r : records) {
+    CHECK(r.at("host_syncs_by_step") == nlohmann::json::array({0, 0, 0, 0}));
+    CHECK(r.at("ranks_summary").at("host_syncs").at("max").get<double>() == 0.0);
+  }
 }
 
 TEST_CASE("one device-to-host read per step outside logged steps: zero stage 3 on a 2-stage 1f1b pipeline", "[runs]") {

@@ -7,6 +7,7 @@
 
 using namespace plait::test;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -30,6 +31,14 @@ nlohmann::json row(const nlohmann::json& report, const std::string& title_start)
   return {};
 }
 
+// The report of `plait verify --quick` on a broken fixture, which must fail.
+nlohmann::json failed_report(const TempDir& dir, const std::string& folder) {
+  const ProcessResult r = verify(dir, fixture(folder, folder));
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  return nlohmann::json::parse(read_file(dir / "report.json"));
+}
+
 }  // namespace
 
 TEST_CASE("plait verify --quick passes ddp: library, schema, equivalence, exact resume, a refusal per missing capability, "
@@ -40,7 +49,9 @@ TEST_CASE("plait verify --quick passes ddp: library, schema, equivalence, exact 
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("PASS  library      loads: entry point, API version, LibTorch, C++ ABI") &&
                            Contains("PASS  equivalence  dp 2, gpt2, float64, accumulation 2, clipping") &&
-                           Contains("PASS  checkpoint   resumes exactly") && Contains("PASS: "));
+                           Contains("PASS  checkpoint   resumes exactly") && Contains("PASS: ") &&
+                           Contains("PASS  honesty      one device-to-host read per step") &&
+                           Contains("PASS  honesty      the state bytes it reports"));
   const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
   CHECK(report.at("passed").get<bool>());
   CHECK(report.at("plugin").at("kind") == "data");
@@ -95,14 +106,36 @@ TEST_CASE("plait verify fails a data plugin that averages gradients instead of s
 
 TEST_CASE("plait verify fails a plugin that claims checkpoints and restores them wrongly, on the resume row", "[verify]") {
   TempDir dir;
-  const ProcessResult r = verify(dir, fixture("bad_restore", "bad_restore"));
-  INFO(r.output);
-  CHECK(r.exit_code == 1);
-  const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
+  const auto report = failed_report(dir, "bad_restore");
   CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");  // it trains right
   const auto resume = row(report, "resumes exactly");
   CHECK(resume.at("status") == "fail");
   CHECK_THAT(resume.at("detail").get<std::string>(), Contains("the resumed losses differ: step 3 "));
+}
+
+TEST_CASE("plait verify fails a plugin that leaves its optimizer state out of its state bytes, on the allocator row",
+          "[verify]") {
+  TempDir dir;
+  const auto report = failed_report(dir, "no_optimizer_bytes");
+  CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");
+  CHECK(row(report, "one device-to-host read per step").at("status") == "pass");
+  const auto state = row(report, "the state bytes it reports");
+  CHECK(state.at("status") == "fail");
+  // 1.7 MiB of float64 parameters and twice that of AdamW moments; the gradients are freed.
+  CHECK(state.at("detail").get<std::string>() ==
+        "step 1, rank 0: its allocator holds 5.0 MiB on its device between steps, but it reports parameters 1.7 MiB, "
+        "gradients 1.7 MiB, optimizer 0 B (more is held than reported); so in every step recorded");
+}
+
+TEST_CASE("plait verify fails a plugin that reads a figure of each parameter to the host, on the one-read row", "[verify]") {
+  TempDir dir;
+  const auto report = failed_report(dir, "read_per_parameter");
+  CHECK(row(report, "the state bytes it reports").at("status") == "pass");
+  const auto reads = row(report, "one device-to-host read per step");
+  CHECK(reads.at("status") == "fail");
+  CHECK_THAT(reads.at("detail").get<std::string>(),
+             StartsWith("rank 0 waited for the device 52 times in step 1 outside the core's one read"));  // 52 parameters
+  CHECK_THAT(reads.at("reproduce").get<std::string>(), Contains("--set debug.count_host_syncs=true"));
 }
 
 TEST_CASE("plait verify fails a schema key without a doc, naming the key", "[verify]") {

@@ -97,6 +97,12 @@ void GradReduction::download_grad_shard(std::size_t group, const at::Tensor& red
   if (ctx_.metrics) ctx_.metrics->count("offload_d2h_bytes", static_cast<double>(reduced.nbytes()));
 }
 
+int64_t GradReduction::staging_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& t : grad_staging_) bytes += t.defined() ? static_cast<int64_t>(t.nbytes()) : 0;
+  return bytes;
+}
+
 void GradReduction::finish_grad_downloads() {
   for (GradDownload& d : downloads_) {
     d.copy->before_host_use();

@@ -102,6 +102,10 @@ void ShardedEngine::discard_gradients() {
   reduction_.clear_accumulated();
 }
 
-StateBytes ShardedEngine::state_bytes() const { return sharding::state_bytes(ctx_); }
+StateBytes ShardedEngine::state_bytes() const {
+  StateBytes bytes = sharding::state_bytes(ctx_);
+  bytes.host_grads += reduction_.staging_bytes();
+  return bytes;
+}
 
 }  // namespace plait::sharding

@@ -29,6 +29,8 @@ class GradReduction {
   // by the update).
   bool accumulated() const { return accumulated_; }
   void clear_accumulated() { accumulated_ = false; }
+  // Host staging for offloaded shards of later microbatches: gradient state it keeps.
+  int64_t staging_bytes() const;
 
  private:
   struct PendingReduce {

@@ -1,0 +1,47 @@
+#include "train/host_syncs.hpp"
+
+#include <atomic>
+#include <string_view>
+
+#include <ATen/record_function.h>
+
+namespace plait {
+namespace {
+
+std::atomic<int64_t> waits{0};
+thread_local int counted_reads_here = 0;
+
+// The operations after which the host holds a device value (on the CPU they wait for
+// nothing, but they are the same calls, so a run here finds what would stall a GPU).
+bool waits_for_device(const at::RecordFunction& fn) {
+  const std::string_view name = fn.name();
+  if (name == "aten::_local_scalar_dense" || name == "aten::equal" || name == "aten::nonzero") return true;
+  if (name != "aten::copy_") return false;
+  const auto in = fn.inputs();
+  return in.size() >= 2 && in[0].isTensor() && in[1].isTensor() && in[0].toTensor().is_cpu() &&
+         !in[1].toTensor().is_cpu();
+}
+
+std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
+  if (counted_reads_here == 0 && waits_for_device(fn)) { waits.fetch_add(1, std::memory_order_relaxed); if (getenv("XX")) { fprintf(stderr, "SYNC %s\n", fn.name()); if (getenv("XXT")) abort(); } }
+  return nullptr;
+}
+
+}  // namespace
+
+HostSyncCounter::~HostSyncCounter() {
+  if (handle_ != 0) at::removeCallback(handle_);
+}
+
+void HostSyncCounter::start() {
+  if (handle_ != 0) return;
+  handle_ = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_op).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+}
+
+int64_t HostSyncCounter::take() { return waits.exchange(0, std::memory_order_relaxed); }
+
+CountedRead::CountedRead() { ++counted_reads_here; }
+CountedRead::~CountedRead() { --counted_reads_here; }
+
+}  // namespace plait
