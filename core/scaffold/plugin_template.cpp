@@ -32,6 +32,7 @@ const std::map<std::string, TemplateInfo>& templates() {
        {"sharding", " COMPONENTS sharding", "target_link_libraries(plait_plugin_@NAME@ PRIVATE plait::sharding)",
         "data = \"@NAME@\"\ndp = 2\n\n[@NAME@]\nstage = 3"}},
       {"pipeline", {"pipeline", "", "", "pipeline = \"@NAME@\"\npp = 2"}},
+      {"tensor", {"tensor", "", "", "tensor = \"@NAME@\"\ntp = 2"}},
       {"offload", {"offload", "", "", "data = \"zero\"\ndp = 2\noffload = \"@NAME@\"\n\n[zero]\nstage = 2"}},
       {"comm",
        {"comm", " COMPONENTS c10d",
@@ -51,9 +52,8 @@ const TemplateInfo& template_for(const NewPlugin& r) {
   if (it != templates().end()) return it->second;
   PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from ", r.from, " makes a data plugin, not a ", r.kind, " plugin"),
               r.from == "sharding" ? "use --kind data --from sharding" : "--from takes sharding");
-  throw Error(concat("plait new plugin: --kind ", r.kind, " has no template",
-                     r.kind == "tensor" ? " yet: a tensor plugin's layers are the largest part (see plugins/megatron)" : ""),
-              "--kind takes data, pipeline, offload or comm (and data --from sharding)");
+  throw Error(concat("plait new plugin: --kind ", r.kind, " has no template"),
+              "--kind takes data, pipeline, tensor, offload or comm (and data --from sharding)");
 }
 
 // The folder of this plait's CMake package: the install's, or the build tree's.

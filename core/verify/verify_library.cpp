@@ -50,7 +50,7 @@ Outcome schema(const PluginRecord& p) {
       }
       optional += o.optional ? 1 : 0;
     }
-    return row(title, true, concat(s.options.size(), " keys", optional ? concat(" (", optional, " optional)") : ""));
+    return row(title, true, concat(s.options.size(), s.options.size() == 1 ? " key" : " keys", optional ? concat(" (", optional, " optional)") : ""));
   } catch (const Error& e) {
     return row(title, false, e.what());
   }

@@ -40,6 +40,9 @@ TEST_CASE("plait new plugin writes a project of its kind that finds this plait",
   CHECK_THAT(read_file(dir / "s/plugin.cpp"), Contains("public plait::PipelineSchedule, public plait::ScheduleModel"));
   REQUIRE(run_plait({"new", "plugin", "my-host", "--kind", "offload", "--dir", (dir / "o").string()}).exit_code == 0);
   CHECK_THAT(read_file(dir / "o/config.toml"), Contains("offload = \"my-host\"\n\n[zero]\nstage = 2"));
+  REQUIRE(run_plait({"new", "plugin", "my-tp", "--kind", "tensor", "--dir", (dir / "t").string()}).exit_code == 0);
+  CHECK_THAT(read_file(dir / "t/config.toml"), Contains("tensor = \"my-tp\"\ntp = 2"));
+  CHECK_THAT(read_file(dir / "t/plugin.cpp"), Contains("class MyTp final : public plait::TensorParallel"));
 }
 
 TEST_CASE("plait new plugin refuses a bad name, a kind without a template, a wrong --from and a used folder, "
@@ -55,10 +58,10 @@ TEST_CASE("plait new plugin refuses a bad name, a kind without a template, a wro
   };
   refused({"My_Plugin", "--kind", "data", "--dir", (dir / "a").string()}, "error: plait new plugin: 'My_Plugin' is not a plugin name");
   refused({"none", "--kind", "data", "--dir", (dir / "a").string()}, "'none' is not a plugin name");
-  refused({"tp", "--kind", "tensor", "--dir", (dir / "a").string()}, "error: plait new plugin: --kind tensor has no template yet");
   refused({"x", "--kind", "pipeline", "--from", "sharding", "--dir", (dir / "a").string()},
           "--from sharding makes a data plugin, not a pipeline plugin");
-  refused({"x", "--kind", "gpu", "--dir", (dir / "a").string()}, "--kind gpu has no template");
+  refused({"x", "--kind", "gpu", "--dir", (dir / "a").string()},
+          "error: plait new plugin: --kind gpu has no template\n  hint: --kind takes data, pipeline, tensor, offload or comm");
   CHECK_FALSE(fs::exists(dir / "a"));
   write_file(dir / "used/keep.txt", "mine");
   refused({"x", "--kind", "data", "--dir", (dir / "used").string()}, "exists and is not an empty folder");
