@@ -1,6 +1,7 @@
 #include "distributed/comm_stats.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace plait {
 
@@ -30,6 +31,7 @@ uint64_t CommStats::issue(const std::string& axis, const std::string& op, const 
                                  .issued = std::chrono::steady_clock::now(),
                                  .is_completed = std::move(is_completed),
                                  .held = std::nullopt}};
+  if (issuing_ > 0) --issuing_;  // pending now, which keeps the wire window open
   return id;
 }
 
@@ -38,6 +40,27 @@ void CommStats::finish(Pending::iterator it, std::optional<double> device_second
   counters_[it->second.first].seconds +=
       device_seconds.value_or(std::chrono::duration<double>(now - it->second.second.issued).count());
   pending_.erase(it);
+  if (pending_.empty()) close_wire_window_locked();
+}
+
+void CommStats::count_wire(std::function<int64_t()> meter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  wire_meter_ = std::move(meter);
+}
+
+void CommStats::before_issue(int operations) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!wire_meter_ || operations <= 0) return;
+  issuing_ += operations;
+  if (wire_window_open_) return;
+  wire_window_start_ = wire_meter_();
+  wire_window_open_ = true;
+}
+
+void CommStats::close_wire_window_locked() {
+  if (!wire_window_open_ || issuing_ > 0) return;
+  wire_in_ops_ += wire_meter_() - wire_window_start_;
+  wire_window_open_ = false;
 }
 
 void CommStats::complete(uint64_t id, std::optional<double> device_seconds, double exposed) {
@@ -93,6 +116,12 @@ CommStats::Drained CommStats::drain() {
   Drained out;
   out.by_op.swap(counters_);
   out.bus_bytes_by_caller.swap(callers_);
+  if (wire_window_open_) {  // an operation spans the drain: its bytes so far are this record's
+    close_wire_window_locked();
+    wire_window_start_ = wire_meter_();
+    wire_window_open_ = true;
+  }
+  out.wire_bytes_in_ops = std::exchange(wire_in_ops_, 0);
   return out;
 }
 

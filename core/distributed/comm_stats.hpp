@@ -57,9 +57,18 @@ class CommStats {
   // Completes the held operations that have finished on the device.
   void settle();
 
+  // [debug] count_wire_bytes: `meter` reads the bytes this process has sent; from then on
+  // the bytes sent while any operation is in flight are counted (Drained::wire_bytes_in_ops),
+  // so that what is sent outside them shows (traffic around the core's communicators).
+  void count_wire(std::function<int64_t()> meter);
+  // Before `operations` are handed to their backend (which may send at once); each is
+  // then issue()d.
+  void before_issue(int operations = 1);
+
   struct Drained {
     std::map<std::string, OpCounters> by_op;   // "<axis>.<op>"
     std::map<std::string, double> bus_bytes_by_caller;
+    int64_t wire_bytes_in_ops = 0;
   };
   // Counters since the last drain (after a settle()).
   Drained drain();
@@ -83,6 +92,11 @@ class CommStats {
   std::map<std::string, OpCounters> counters_;
   std::map<std::string, double> callers_;
   Pending pending_;  // id -> (counter key, op)
+  std::function<int64_t()> wire_meter_;
+  bool wire_window_open_ = false;
+  int issuing_ = 0;  // between before_issue() and issue(): in flight, not yet pending
+  int64_t wire_window_start_ = 0, wire_in_ops_ = 0;
+  void close_wire_window_locked();
 };
 
 }  // namespace plait

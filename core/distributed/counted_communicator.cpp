@@ -121,6 +121,7 @@ class CountedCommunicator final : public Communicator {
   // Each operation of the group is counted as its own, all issued by the one call.
   std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
     std::vector<std::shared_ptr<Work>> issued;
+    stats_.before_issue(static_cast<int>(ops.size()));
     try {
       issued = inner_->batch_p2p(ops);
     } catch (const Error&) {
@@ -139,7 +140,7 @@ class CountedCommunicator final : public Communicator {
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const bool is_send = ops[k].kind == PointToPoint::Kind::send;
       works.push_back(run(is_send ? "send" : "recv", bytes(ops[k].tensor), ops[k].options.tag,
-                          [&] { return issued[k]; }, &ops[k].options));
+                          [&] { return issued[k]; }, &ops[k].options, /*already_issued=*/true));
     }
     return works;
   }
@@ -176,10 +177,11 @@ class CountedCommunicator final : public Communicator {
 
   template <class Issue>
   std::shared_ptr<Work> run(const char* op, int64_t payload, const OpTag& tag, Issue&& issue,
-                            const PointToPointOptions* p2p = nullptr) {
+                            const PointToPointOptions* p2p = nullptr, bool already_issued = false) {
     const std::string description =
         concat(op, " of ", human_bytes(payload), " on group ", group_, " for ", describe_tag(tag));
     std::shared_ptr<Work> work;
+    if (!already_issued) stats_.before_issue();
     try {
       work = issue();
     } catch (const Error&) {

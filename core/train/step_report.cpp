@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "data/make_sampler.hpp"
+#include "distributed/wire_bytes.hpp"
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
 #include "metrics/progress.hpp"
@@ -27,6 +28,11 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
   if (plan.config->table("debug").get<bool>("count_host_syncs")) {
     syncs_.start();
     syncs_.take();  // building and resuming are not a step
+  }
+  count_wire_ = plan.config->table("debug").get<bool>("count_wire_bytes");
+  if (count_wire_) {
+    plan.world->stats().count_wire(&tcp_bytes_sent);
+    wire_mark_ = tcp_bytes_sent();
   }
   keep_ranks_ = rank_metrics == "all" || (rank_metrics == "auto" && plan.world->size() <= kRanksKeptByDefault);
   if (plan.world->rank() == 0) {
@@ -103,6 +109,11 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   RankFigures with_comm = mine;
   with_comm.emplace_back("step_ms", step_s * 1e3);
   with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
+  if (count_wire_) {  // sampled with the drain, so both leave the figures' own gather to the next record
+    const int64_t sent = tcp_bytes_sent(), since = sent - std::exchange(wire_mark_, sent);
+    with_comm.emplace_back("wire_bytes", static_cast<double>(since));
+    with_comm.emplace_back("wire_bytes_outside_ops", static_cast<double>(since - comm.wire_bytes_in_ops));
+  }
   nlohmann::ordered_json record = step_record(figures, mine, comm);
   const std::vector<RankFigures> ranks = at_rank_zero(with_comm);
   if (!ranks.empty()) {

@@ -107,6 +107,31 @@ std::string state_figures(const Records& records) {
                 " reported");
 }
 
+std::string uncounted_traffic(const Records& records) {
+  if (records.empty()) return "the run recorded no steps";
+  for (const auto& record : records) {
+    for (const auto& r : ranks_of(record)) {
+      if (!r.contains("wire_bytes_outside_ops")) return "the run did not count its bytes on the wire (debug.count_wire_bytes)";
+      const int64_t outside = bytes(r, "wire_bytes_outside_ops");
+      if (outside > kWireSlackBytes) {
+        return concat("step ", record.at("step").get<int64_t>(), ", rank ", r.value("rank", 0), ": ", human_bytes(outside),
+                      " of the ", human_bytes(bytes(r, "wire_bytes")),
+                      " it sent over TCP went while none of the core's operations was in flight: traffic around "
+                      "the communicators the core hands out, which it neither counts nor times nor can name in a hang");
+      }
+    }
+  }
+  return "";
+}
+
+std::string traffic_figures(const Records& records) {
+  if (records.empty()) return "";
+  const nlohmann::json r = ranks_of(records.back()).front();
+  return concat("rank 0 sent ", human_bytes(bytes(r, "wire_bytes")), " over TCP in step ", records.back().at("step").get<int64_t>(),
+                ", all but ", human_bytes(bytes(r, "wire_bytes_outside_ops")), " inside the core's counted operations (",
+                human_bytes(bytes(r, "comm_bytes")), " of bus bytes)");
+}
+
 Records read_records(const std::string& run_folder) {
   std::ifstream in(std::filesystem::path(run_folder) / "metrics.jsonl");
   Records out;

@@ -21,6 +21,12 @@ std::string stray_host_reads(const Records& records);
 // on the device and in host memory alike, within kStateSlack, in at least one record.
 std::string unreported_state(const Records& records);
 
+// Every byte each rank put on the wire went while one of the core's counted operations
+// was in flight (debug.count_wire_bytes), within kWireSlackBytes a step.
+std::string uncounted_traffic(const Records& records);
+std::string traffic_figures(const Records& records);
+inline constexpr int64_t kWireSlackBytes = 4096;
+
 // Rank 0's held and reported bytes at the last record, for a row that passed.
 std::string state_figures(const Records& records);
 

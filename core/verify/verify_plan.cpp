@@ -158,6 +158,7 @@ std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick) {
     const Sets first = me + equivalence.front().second;
     out.push_back({"honesty", "one device-to-host read per step, every wait counted", CaseKind::host_reads, first, {}, ""});
     out.push_back({"honesty", "the state bytes it reports are what each rank's allocator holds", CaseKind::state_bytes, first, {}, ""});
+    out.push_back({"honesty", "its traffic is what the core counted: nothing on the wire outside its operations", CaseKind::traffic, first, {}, ""});
   }
   if (plugin.kind != "data") return out;
   if (plugin.has_capability(capability::checkpoint)) {

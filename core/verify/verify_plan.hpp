@@ -18,6 +18,7 @@ enum class CaseKind {
   refused,      // `plait config validate` refuses it, naming `expect`
   host_reads,   // one read per step, with every wait for the device counted
   state_bytes,  // the state bytes each rank reports against its allocator's
+  traffic,      // every byte on the wire sent inside the core's counted operations
 };
 
 struct Case {

@@ -143,6 +143,7 @@ void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
 // 8 steps, each logged (a rank must hold what it reports in at least one).
 Sets honesty_sets(const Case& c) {
   if (c.kind == CaseKind::host_reads) return with(with(c.sets, "debug.count_host_syncs=true"), "train.log_every=4");
+  if (c.kind == CaseKind::traffic) return with(with(c.sets, "debug.count_wire_bytes=true"), "train.log_every=1");
   return with(with(c.sets, "train.steps=8"), "train.log_every=1");
 }
 
@@ -150,13 +151,20 @@ void honesty(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
   const Sets sets = honesty_sets(c);
   if (!ok(run("run", ws, sets, {"--out", (dir / "run").string()}, dir / "run.log"), out, "the run")) return;
   const Records records = read_records((dir / "run").string());
-  const std::string why = c.kind == CaseKind::host_reads ? stray_host_reads(records) : unreported_state(records);
+  std::string why, held;
+  if (c.kind == CaseKind::host_reads) {
+    why = stray_host_reads(records);
+    held = "one read in each of steps 1-3, none elsewhere; two in the logged step 4";
+  } else if (c.kind == CaseKind::state_bytes) {
+    why = unreported_state(records);
+    held = concat(state_figures(records), "; every rank within ", human_bytes(kStateSlackBytes), " and ",
+                  kStateSlackFraction * 100, "% of its report");
+  } else {
+    why = uncounted_traffic(records);
+    held = traffic_figures(records);
+  }
   out.status = why.empty() ? "pass" : "fail";
-  out.detail = !why.empty() ? why
-               : c.kind == CaseKind::host_reads ? "one read in each of steps 1-3, none elsewhere; two in the logged step 4"
-                                                : concat(state_figures(records), "; every rank within ",
-                                                         human_bytes(kStateSlackBytes), " and ", kStateSlackFraction * 100,
-                                                         "% of its report");
+  out.detail = why.empty() ? held : why;
 }
 
 }  // namespace
@@ -192,6 +200,7 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
       break;
     case CaseKind::host_reads:
     case CaseKind::state_bytes:
+    case CaseKind::traffic:
       out.reproduce = command_line("run", ws, honesty_sets(c));
       honesty(c, ws, dir, out);
       break;

@@ -39,6 +39,13 @@ nlohmann::json failed_report(const TempDir& dir, const std::string& folder) {
   return nlohmann::json::parse(read_file(dir / "report.json"));
 }
 
+// The detail of a row that must have failed.
+std::string failed_detail(const nlohmann::json& report, const std::string& title_start) {
+  const auto r = row(report, title_start);
+  CHECK(r.at("status") == "fail");
+  return r.at("detail").get<std::string>();
+}
+
 }  // namespace
 
 TEST_CASE("plait verify --quick passes ddp: library, schema, equivalence, exact resume, a refusal per missing capability, "
@@ -51,8 +58,11 @@ TEST_CASE("plait verify --quick passes ddp: library, schema, equivalence, exact 
                            Contains("PASS  equivalence  dp 2, gpt2, float64, accumulation 2, clipping") &&
                            Contains("PASS  checkpoint   resumes exactly") && Contains("PASS: ") &&
                            Contains("PASS  honesty      one device-to-host read per step") &&
-                           Contains("PASS  honesty      the state bytes it reports"));
+                           Contains("PASS  honesty      the state bytes it reports") &&
+                           Contains("PASS  honesty      its traffic is what the core counted"));
   const auto report = nlohmann::json::parse(read_file(dir / "report.json"));
+  CHECK_THAT(row(report, "its traffic is what the core counted").at("detail").get<std::string>(),
+             Contains("all but 0 B inside the core's counted operations"));
   CHECK(report.at("passed").get<bool>());
   CHECK(report.at("plugin").at("kind") == "data");
   // Every parameter compared: 4 + 12 per block in gpt2, 3 + 9 in llama, 4 blocks.
@@ -108,9 +118,7 @@ TEST_CASE("plait verify fails a plugin that claims checkpoints and restores them
   TempDir dir;
   const auto report = failed_report(dir, "bad_restore");
   CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");  // it trains right
-  const auto resume = row(report, "resumes exactly");
-  CHECK(resume.at("status") == "fail");
-  CHECK_THAT(resume.at("detail").get<std::string>(), Contains("the resumed losses differ: step 3 "));
+  CHECK_THAT(failed_detail(report, "resumes exactly"), Contains("the resumed losses differ: step 3 "));
 }
 
 TEST_CASE("plait verify fails a plugin that leaves its optimizer state out of its state bytes, on the allocator row",
@@ -119,10 +127,8 @@ TEST_CASE("plait verify fails a plugin that leaves its optimizer state out of it
   const auto report = failed_report(dir, "no_optimizer_bytes");
   CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");
   CHECK(row(report, "one device-to-host read per step").at("status") == "pass");
-  const auto state = row(report, "the state bytes it reports");
-  CHECK(state.at("status") == "fail");
   // 1.7 MiB of float64 parameters and twice that of AdamW moments; the gradients are freed.
-  CHECK(state.at("detail").get<std::string>() ==
+  CHECK(failed_detail(report, "the state bytes it reports") ==
         "step 1, rank 0: its allocator holds 5.0 MiB on its device between steps, but it reports parameters 1.7 MiB, "
         "gradients 1.7 MiB, optimizer 0 B (more is held than reported); so in every step recorded");
 }
@@ -131,11 +137,21 @@ TEST_CASE("plait verify fails a plugin that reads a figure of each parameter to 
   TempDir dir;
   const auto report = failed_report(dir, "read_per_parameter");
   CHECK(row(report, "the state bytes it reports").at("status") == "pass");
-  const auto reads = row(report, "one device-to-host read per step");
-  CHECK(reads.at("status") == "fail");
-  CHECK_THAT(reads.at("detail").get<std::string>(),
+  CHECK_THAT(failed_detail(report, "one device-to-host read per step"),
              StartsWith("rank 0 waited for the device 52 times in step 1 outside the core's one read"));  // 52 parameters
-  CHECK_THAT(reads.at("reproduce").get<std::string>(), Contains("--set debug.count_host_syncs=true"));
+  CHECK_THAT(row(report, "one device-to-host read per step").at("reproduce").get<std::string>(),
+             Contains("--set debug.count_host_syncs=true"));
+}
+
+TEST_CASE("plait verify fails a plugin that sends its gradients over a connection of its own, on the traffic row",
+          "[verify]") {
+  TempDir dir;
+  const auto report = failed_report(dir, "side_channel");
+  CHECK(row(report, "dp 2, gpt2, float64").at("status") == "pass");
+  // The whole float64 gradient, 1.7 MiB, besides the all-reduce's own 1.7 MiB.
+  CHECK_THAT(failed_detail(report, "its traffic is what the core counted"),
+             StartsWith("step 1, rank 0: 1.7 MiB of the 3.4 MiB it sent over TCP went while none of the core's "
+                        "operations was in flight"));
 }
 
 TEST_CASE("plait verify fails a schema key without a doc, naming the key", "[verify]") {
