@@ -11,18 +11,15 @@
 
 #include "check/tolerance.hpp"
 #include "io/safetensors.hpp"
+#include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
 
 std::vector<double> run_losses(const std::string& dir) {
-  const fs::path path = fs::path(dir) / "metrics.jsonl";
-  std::ifstream in(path);
-  PLAIT_CHECK(in.good(), concat("no ", path.string()), "the run did not get to its first step: see its log");
   std::vector<double> out;
-  std::string line;
-  while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line).at("loss").get<double>());
+  for (const auto& record : read_metrics_records(dir)) out.push_back(record.at("loss").get<double>());
   return out;
 }
 

@@ -46,6 +46,7 @@ void CommStats::finish(Pending::iterator it, std::optional<double> device_second
 void CommStats::count_wire(std::function<int64_t()> meter) {
   std::lock_guard<std::mutex> lock(mutex_);
   wire_meter_ = std::move(meter);
+  wire_at_drain_ = wire_meter_();
 }
 
 void CommStats::before_issue(int operations) {
@@ -122,6 +123,10 @@ CommStats::Drained CommStats::drain() {
     wire_window_open_ = true;
   }
   out.wire_bytes_in_ops = std::exchange(wire_in_ops_, 0);
+  if (wire_meter_) {
+    const int64_t sent = wire_meter_();
+    out.wire_bytes = sent - std::exchange(wire_at_drain_, sent);
+  }
   return out;
 }
 

@@ -58,8 +58,9 @@ class CommStats {
   void settle();
 
   // [debug] count_wire_bytes: `meter` reads the bytes this process has sent; from then on
-  // the bytes sent while any operation is in flight are counted (Drained::wire_bytes_in_ops),
-  // so that what is sent outside them shows (traffic around the core's communicators).
+  // each drain says how many were sent since the last (Drained::wire_bytes) and how many of
+  // those while an operation was in flight (wire_bytes_in_ops), so that what is sent
+  // outside them shows (traffic around the core's communicators).
   void count_wire(std::function<int64_t()> meter);
   // Before `operations` are handed to their backend (which may send at once); each is
   // then issue()d.
@@ -68,7 +69,7 @@ class CommStats {
   struct Drained {
     std::map<std::string, OpCounters> by_op;   // "<axis>.<op>"
     std::map<std::string, double> bus_bytes_by_caller;
-    int64_t wire_bytes_in_ops = 0;
+    int64_t wire_bytes = 0, wire_bytes_in_ops = 0;
   };
   // Counters since the last drain (after a settle()).
   Drained drain();
@@ -95,7 +96,7 @@ class CommStats {
   std::function<int64_t()> wire_meter_;
   bool wire_window_open_ = false;
   int issuing_ = 0;  // between before_issue() and issue(): in flight, not yet pending
-  int64_t wire_window_start_ = 0, wire_in_ops_ = 0;
+  int64_t wire_window_start_ = 0, wire_in_ops_ = 0, wire_at_drain_ = 0;
   void close_wire_window_locked();
 };
 

@@ -23,7 +23,7 @@ bool waits_for_device(const at::RecordFunction& fn) {
 }
 
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
-  if (counted_reads_here == 0 && waits_for_device(fn)) { waits.fetch_add(1, std::memory_order_relaxed); if (getenv("XX")) { fprintf(stderr, "SYNC %s\n", fn.name()); if (getenv("XXT")) abort(); } }
+  if (counted_reads_here == 0 && waits_for_device(fn)) waits.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 

@@ -30,10 +30,7 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
     syncs_.take();  // building and resuming are not a step
   }
   count_wire_ = plan.config->table("debug").get<bool>("count_wire_bytes");
-  if (count_wire_) {
-    plan.world->stats().count_wire(&tcp_bytes_sent);
-    wire_mark_ = tcp_bytes_sent();
-  }
+  if (count_wire_) plan.world->stats().count_wire(&tcp_bytes_sent);
   keep_ranks_ = rank_metrics == "all" || (rank_metrics == "auto" && plan.world->size() <= kRanksKeptByDefault);
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
@@ -109,10 +106,9 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   RankFigures with_comm = mine;
   with_comm.emplace_back("step_ms", step_s * 1e3);
   with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
-  if (count_wire_) {  // sampled with the drain, so both leave the figures' own gather to the next record
-    const int64_t sent = tcp_bytes_sent(), since = sent - std::exchange(wire_mark_, sent);
-    with_comm.emplace_back("wire_bytes", static_cast<double>(since));
-    with_comm.emplace_back("wire_bytes_outside_ops", static_cast<double>(since - comm.wire_bytes_in_ops));
+  if (count_wire_) {  // as the traffic counters, the figures' own gather is the next record's
+    with_comm.emplace_back("wire_bytes", static_cast<double>(comm.wire_bytes));
+    with_comm.emplace_back("wire_bytes_outside_ops", static_cast<double>(comm.wire_bytes - comm.wire_bytes_in_ops));
   }
   nlohmann::ordered_json record = step_record(figures, mine, comm);
   const std::vector<RankFigures> ranks = at_rank_zero(with_comm);

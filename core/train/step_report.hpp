@@ -48,7 +48,6 @@ class StepReporter {
   std::vector<int64_t> reads_by_step_;  // device-to-host reads of the steps not yet recorded
   HostSyncCounter syncs_;               // with debug.count_host_syncs
   bool count_wire_ = false;             // debug.count_wire_bytes
-  int64_t wire_mark_ = 0;               // TCP bytes sent when the last record's traffic was drained
   std::vector<int64_t> syncs_by_step_;  // the waits it saw, of the steps not yet recorded
   std::chrono::steady_clock::time_point start_;
 };

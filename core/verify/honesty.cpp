@@ -1,8 +1,6 @@
 #include "verify/honesty.hpp"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -45,8 +43,8 @@ std::string stray_host_reads(const Records& records) {
     for (std::size_t k = 0; k < syncs.size(); ++k) {
       if (syncs[k] > 0) {
         return concat("rank 0 waited for the device ", syncs[k], " times in step ", first + static_cast<int64_t>(k),
-                      " outside the core's one read (an .item(), equal, nonzero or device-to-host copy): read device "
-                      "values through the StepArgs reader, all of them at once");
+                      " outside the core's one read (an .item(), equal, nonzero or device-to-host copy): leave a "
+                      "figure on the device (PluginContext::device_metrics) and the core reads it with the step's");
       }
     }
     if (r.contains("ranks_summary") && r.at("ranks_summary").contains("host_syncs")) {
@@ -130,15 +128,6 @@ std::string traffic_figures(const Records& records) {
   return concat("rank 0 sent ", human_bytes(bytes(r, "wire_bytes")), " over TCP in step ", records.back().at("step").get<int64_t>(),
                 ", all but ", human_bytes(bytes(r, "wire_bytes_outside_ops")), " inside the core's counted operations (",
                 human_bytes(bytes(r, "comm_bytes")), " of bus bytes)");
-}
-
-Records read_records(const std::string& run_folder) {
-  std::ifstream in(std::filesystem::path(run_folder) / "metrics.jsonl");
-  Records out;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  }
-  return out;
 }
 
 }  // namespace plait::verify

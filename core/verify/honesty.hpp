@@ -35,6 +35,4 @@ std::string state_figures(const Records& records);
 inline constexpr int64_t kStateSlackBytes = 64 * 1024;
 inline constexpr double kStateSlackFraction = 0.01;
 
-Records read_records(const std::string& run_folder);
-
 }  // namespace plait::verify

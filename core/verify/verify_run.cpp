@@ -12,11 +12,12 @@
 #include "check/equivalence.hpp"
 #include "check/tolerance.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
-#include "verify/honesty.hpp"
+#include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/subprocess.hpp"
 #include "util/human_bytes.hpp"
 #include "util/read_text.hpp"
+#include "verify/honesty.hpp"
 
 namespace plait::verify {
 namespace fs = std::filesystem;
@@ -150,7 +151,7 @@ Sets honesty_sets(const Case& c) {
 void honesty(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
   const Sets sets = honesty_sets(c);
   if (!ok(run("run", ws, sets, {"--out", (dir / "run").string()}, dir / "run.log"), out, "the run")) return;
-  const Records records = read_records((dir / "run").string());
+  const Records records = read_metrics_records((dir / "run").string());
   std::string why, held;
   if (c.kind == CaseKind::host_reads) {
     why = stray_host_reads(records);
