@@ -8,6 +8,7 @@
 
 #include "check/equivalence.hpp"
 #include "cli/commands.hpp"
+#include "plait/sdk/capabilities.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/launch_plan.hpp"
 #include "check/tolerance.hpp"
@@ -74,6 +75,17 @@ int print_report(const EquivalenceReport& report) {
   return report.passed() ? 0 : 1;
 }
 
+// An approximate data plugin trains another model by design: there is no equality to test.
+void refuse_approximate(const PreparedRun& prep) {
+  for (const auto& c : prep.config->plugins()) {
+    if (c.role != "data" || !prep.registry->find(c.name)->has_capability(capability::approximate)) continue;
+    throw Error(concat(c.place, ": data plugin '", c.name, "' is approximate: it trains another model than the single ",
+                       "process by design, so plait check has no equality to test"),
+                concat("`plait verify ", c.name, "` measures its loss gap and traffic against ddp's; `plait compare` ",
+                       "sets two runs side by side"));
+  }
+}
+
 }  // namespace
 
 int check(const CheckArgs& args) {
@@ -84,6 +96,7 @@ int check(const CheckArgs& args) {
       .config = args.run.config, .out = (out / "candidate").string(), .nproc_per_node = args.run.nproc_per_node};
   PreparedRun prep = prepare_run(args.run.config, args.run.overrides(), known_world(candidate_request));
   log_config_notes(prep);
+  refuse_approximate(prep);
   plan_launch(prep, candidate_request);
   check_run_folder(out.string());
   const std::string dtype = prep.config->table("train").get<std::string>("dtype");

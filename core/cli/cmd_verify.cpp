@@ -96,7 +96,8 @@ int verify(const VerifyArgs& args) {
   const std::string name = plugin ? plugin->name : fs::path(args.plugin).stem().string();
   const std::string folder = choose_run_folder(args.out.value_or(""), "verify-" + name);
   create_run_folder(folder);
-  const verify::Workspace ws{boost::dll::program_location().string(), folder, (fs::path(folder) / "base.toml").string()};
+  const verify::Workspace ws{boost::dll::program_location().string(), folder, (fs::path(folder) / "base.toml").string(),
+                             args.loss_gap};
   write_file_atomically(ws.base_config, verify::base_config_toml());
 
   const auto start = std::chrono::steady_clock::now();
@@ -106,7 +107,7 @@ int verify(const VerifyArgs& args) {
   }
   for (const auto& r : rows) print_row(r);
   if (plugin) {
-    const auto cases = verify::plan_cases(*plugin, args.quick);
+    const auto cases = verify::plan_cases(*plugin, args.quick, args.sets);
     for (std::size_t i = 0; i < cases.size(); ++i) {
       Outcome o = plugin->available
                       ? verify::run_case(cases[i], ws, static_cast<int>(i + 1))
@@ -115,7 +116,9 @@ int verify(const VerifyArgs& args) {
       rows.push_back(std::move(o));
     }
     if (args.combos > 0 && plugin->available) {
-      for (auto& r : verify::check_combinations(*plugin, ws, args.combos, args.seed, print_row)) rows.push_back(std::move(r));
+      for (auto& r : verify::check_combinations(*plugin, ws, args.combos, args.seed, args.sets, print_row)) {
+        rows.push_back(std::move(r));
+      }
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

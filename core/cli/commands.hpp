@@ -69,6 +69,8 @@ struct VerifyArgs {
   std::optional<std::string> out;    // the verify folder (default runs/verify-<name>-<time>)
   int64_t combos = 0;                // random valid combinations checked after the cases
   uint64_t seed = 1;
+  double loss_gap = 0.05;            // an approximate plugin's final loss may exceed ddp's by this fraction
+  std::vector<std::string> sets;     // the plugin's options (and any table.key=value) for every case
 };
 int verify(const VerifyArgs& args);
 

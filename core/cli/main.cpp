@@ -81,7 +81,7 @@ struct Commands {
   VerifyArgs verify_args;
   NewPluginArgs new_plugin_args;
   CLI::App* new_plugin_cmd = nullptr;
-  std::optional<std::string> verify_combos, verify_seed;
+  std::optional<std::string> verify_combos, verify_seed, verify_loss_gap;
   CLI::App* verify_cmd = nullptr;
   CLI::App *run_cmd = nullptr, *check_cmd = nullptr, *plugins_cmd = nullptr, *models_cmd = nullptr,
            *show_cmd = nullptr, *validate_cmd = nullptr, *schedule_cmd = nullptr;
@@ -114,6 +114,10 @@ void add_check_command(CLI::App& app, Commands& c) {
   c.new_plugin_cmd->add_option("--dir", c.new_plugin_args.dir, "The project's folder (default ./NAME); must not exist or be empty");
   c.verify_cmd->add_option("--combos", c.verify_combos, "Also check N random valid combinations of mesh, options and other plugins");
   c.verify_cmd->add_option("--seed", c.verify_seed, "Seed of the combinations (default 1): the same seed draws the same ones");
+  c.verify_cmd->add_option("--set", c.verify_args.sets, "Add table.key=value to every case, e.g. the plugin's options (repeatable)")
+      ->allow_extra_args(false);
+  c.verify_cmd->add_option("--loss-gap", c.verify_loss_gap,
+                           "An approximate plugin passes when its final loss is at most this fraction above ddp's (default 0.05)");
 }
 
 void add_inspect_commands(CLI::App& app, Commands& c) {
@@ -203,6 +207,7 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.verify_cmd) {
     c.verify_args.combos = integer_flag("--combos", c.verify_combos, 0, 100000).value_or(0);
     c.verify_args.seed = static_cast<uint64_t>(integer_flag("--seed", c.verify_seed, 0, int64_t{1} << 53).value_or(1));
+    c.verify_args.loss_gap = positive_number_flag("--loss-gap", c.verify_loss_gap).value_or(c.verify_args.loss_gap);
     return verify(c.verify_args);
   }
   if (*c.new_plugin_cmd) return new_plugin(c.new_plugin_args);

@@ -40,9 +40,11 @@ class CombinationSampler {
 Overrides shrink(const Overrides& failing, const std::function<bool(const Overrides&)>& still_fails);
 
 // Draws `count` valid combinations (an invalid draw, refused by `plait config validate`,
-// is drawn again), checks each for equivalence, shrinks each failure, and returns a row
-// per failure and one summary row. `show` prints rows as they come.
+// is drawn again), checks each for equivalence (an approximate plugin: for its loss gap
+// to ddp), shrinks each failure, and returns a row per failure and one summary row.
+// `fixed` (the user's --set) goes into every combination and is never shrunk away.
+// `show` prints rows as they come.
 std::vector<Outcome> check_combinations(const PluginRecord& plugin, const Workspace& ws, int64_t count, uint64_t seed,
-                                        const std::function<void(const Outcome&)>& show);
+                                        const Overrides& fixed, const std::function<void(const Outcome&)>& show);
 
 }  // namespace plait::verify

@@ -80,17 +80,23 @@ Titled comm_cases(bool quick) {
   return out;
 }
 
-// Resumed exactly, and (full) resharded to and from the single process.
+// Resumed exactly, and (full) resharded to and from the single process. An approximate
+// plugin's state changes over more steps (local rounds, error feedback): its resume
+// runs 24 steps, so that a checkpoint falls inside a round after earlier ones.
 std::vector<Case> checkpoint_cases(const PluginRecord& p, const Sets& me, bool quick) {
   const Sets dp2 = p.has_capability(capability::multi_rank) ? Sets{"parallel.dp=2"} : Sets{};
+  const bool approximate = p.has_capability(capability::approximate);
+  const int steps = approximate ? 24 : 4;
   std::vector<Case> out;
-  out.push_back({"checkpoint", "resumes exactly: 2 steps, then 2 more from the checkpoint, bit for bit (dropout on)",
-                 CaseKind::resume, me + dp2 + Sets{"model.dropout=0.1"}, {}, ""});
+  out.push_back({"checkpoint", concat("resumes exactly: ", steps, " steps, and ", steps / 2,
+                                      " more from its step-", steps / 2, " checkpoint, end bit for bit alike (dropout on)"),
+                 CaseKind::resume, me + dp2 + Sets{"model.dropout=0.1"}, {}, "", steps});
   if (quick) return out;
   // The single process with the same global batch: dp x 4 rows per microbatch.
   const Sets single = {"parallel.data=single", "parallel.dp=1", dp2.empty() ? "data.micro_batch_size=4" : "data.micro_batch_size=8"};
   out.push_back({"checkpoint", "a checkpoint it saved resumes under the single process", CaseKind::reshard, me + dp2, single, ""});
   out.push_back({"checkpoint", "a checkpoint of the single process resumes under it", CaseKind::reshard, single, me + dp2, ""});
+  for (auto& c : out) c.approximate = approximate;
   return out;
 }
 
@@ -121,6 +127,15 @@ std::vector<Case> refusal_cases(const PluginRecord& p, const Sets& me) {
 
 }  // namespace
 
+Sets with_ddp(const Sets& sets, const std::string& plugin) {
+  Sets out;
+  for (const auto& s : sets) {
+    if (!s.starts_with(plugin + ".") && !s.starts_with("parallel.data=")) out.push_back(s);
+  }
+  out.push_back("parallel.data=ddp");
+  return out;
+}
+
 std::string base_config_toml() {
   return R"(# plait verify's base: each case adds its overrides (--set) to this.
 [model]
@@ -144,16 +159,25 @@ seed = 1337
 )";
 }
 
-std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick) {
-  const Sets me = {"parallel." + plugin.kind + "=" + plugin.name};
+std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick, const Sets& sets) {
+  const Sets me = Sets{"parallel." + plugin.kind + "=" + plugin.name} + sets;
   Titled equivalence;
   if (plugin.kind == "data") equivalence = data_cases(plugin, quick);
   if (plugin.kind == "pipeline") equivalence = pipeline_cases(quick);
   if (plugin.kind == "tensor") equivalence = tensor_cases(quick);
   if (plugin.kind == "offload") equivalence = offload_cases(quick);
   if (plugin.kind == "comm") equivalence = comm_cases(quick);
+  // An approximate plugin is not the single process by design: each case compares it with ddp.
+  const bool approximate = plugin.has_capability(capability::approximate);
   std::vector<Case> out;
-  for (auto& [title, sets] : equivalence) out.push_back({"equivalence", title, CaseKind::equivalence, me + sets, {}, ""});
+  for (auto& [title, sets] : equivalence) {
+    if (approximate) {
+      out.push_back({"approximation", concat(title, ", ", kLossGapSteps, " steps against ddp"), CaseKind::loss_gap, me + sets,
+                     with_ddp(me + sets, plugin.name), ""});
+    } else {
+      out.push_back({"equivalence", title, CaseKind::equivalence, me + sets, {}, ""});
+    }
+  }
   if (!equivalence.empty()) {  // on its first equivalence case's mesh
     const Sets first = me + equivalence.front().second;
     out.push_back({"honesty", "one device-to-host read per step, every wait counted", CaseKind::host_reads, first, {}, ""});

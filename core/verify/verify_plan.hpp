@@ -19,6 +19,7 @@ enum class CaseKind {
   host_reads,   // one read per step, with every wait for the device counted
   state_bytes,  // the state bytes each rank reports against its allocator's
   traffic,      // every byte on the wire sent inside the core's counted operations
+  loss_gap,     // an approximate plugin against ddp over a longer run: final loss and bytes a step
 };
 
 struct Case {
@@ -28,12 +29,21 @@ struct Case {
   std::vector<std::string> sets;   // on top of the base config ("table.key=value")
   std::vector<std::string> other;  // reshard: the other side's overrides
   std::string expect;              // refused: what the refusal must say
+  int steps = 4;                   // resume: steps of the whole run (half of them before the checkpoint)
+  bool approximate = false;        // reshard: judged by the loss gap allowed, not float64's tolerance
 };
+
+// Steps of a loss-gap run: long enough for local steps and compression to show.
+inline constexpr int kLossGapSteps = 100;
+
+// `sets` with ddp in the data plugin's place, without the plugin's own options.
+std::vector<std::string> with_ddp(const std::vector<std::string>& sets, const std::string& plugin);
 
 // The base every case starts from: a tiny model, 4 steps, clipping on.
 std::string base_config_toml();
 
-// The cases for `plugin`; `quick` keeps one or two of each group.
-std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick);
+// The cases for `plugin`; `quick` keeps one or two of each group. `sets` (the user's
+// --set: the plugin's options, say) go into every case, right after choosing the plugin.
+std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick, const std::vector<std::string>& sets = {});
 
 }  // namespace plait::verify

@@ -17,6 +17,7 @@
 #include "run/subprocess.hpp"
 #include "util/human_bytes.hpp"
 #include "util/read_text.hpp"
+#include "verify/approximation.hpp"
 #include "verify/honesty.hpp"
 
 namespace plait::verify {
@@ -92,29 +93,36 @@ Sets with(Sets sets, const std::string& one_more) {
   return sets;
 }
 
-// Whether the runs recorded 4 and 2 steps (the losses compared); the reason when not.
-bool four_and_two(const std::vector<double>& whole, const std::vector<double>& tail, Outcome& out) {
+// Whether the runs recorded `n` and `tail` steps (the losses compared); the reason when not.
+bool recorded(const std::vector<double>& whole, std::size_t n, const std::vector<double>& rest, std::size_t tail, Outcome& out) {
   out.status = "fail";
-  if (tail.size() == 2 && whole.size() == 4) return true;
-  out.detail = concat("the runs recorded ", whole.size(), " and ", tail.size(), " steps, not 4 and 2");
+  if (whole.size() == n && rest.size() == tail) return true;
+  out.detail = concat("the runs recorded ", whole.size(), " and ", rest.size(), " steps, not ", n, " and ", tail);
   return false;
 }
 
+// The whole run saves halfway; a run resumed from that checkpoint must end as it did. (A
+// run stopped halfway by --steps would train under another schedule: its length is steps.)
 void resume(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
-  const Sets sets = with(c.sets, "checkpoint.every=2");
-  if (!ok(run("run", ws, sets, {"--out", (dir / "straight").string()}, dir / "straight.log"), out, "the 4-step run")) return;
-  if (!ok(run("run", ws, sets, {"--steps", "2", "--out", (dir / "first").string()}, dir / "first.log"), out, "the 2-step run")) return;
-  const Sets resumed = with(sets, "checkpoint.resume_from=" + (dir / "first").string());
+  const int n = c.steps, half = n / 2;
+  const Sets sets = with(with(c.sets, concat("train.steps=", n)), concat("checkpoint.every=", half));
+  if (!ok(run("run", ws, sets, {"--out", (dir / "straight").string()}, dir / "straight.log"), out, "the whole run")) return;
+  const Sets resumed = with(sets, concat("checkpoint.resume_from=", (dir / "straight/checkpoints").string(), "/step-", half));
   if (!ok(run("run", ws, resumed, {"--out", (dir / "resumed").string()}, dir / "resumed.log"), out, "the resumed run")) return;
   const auto whole = run_losses((dir / "straight").string()), tail = run_losses((dir / "resumed").string());
-  if (!four_and_two(whole, tail, out)) return;
-  if (tail[0] != whole[2] || tail[1] != whole[3]) {
-    out.detail = concat("the resumed losses differ: step 3 ", tail[0], " against ", whole[2], ", step 4 ", tail[1], " against ", whole[3]);
-  } else if (const std::string d = checkpoint::first_difference(dir / "straight/checkpoints/step-4", dir / "resumed/checkpoints/step-4"); !d.empty()) {
+  if (!recorded(whole, n, tail, n - half, out)) return;
+  for (int i = 0; i < n - half; ++i) {
+    if (tail[i] != whole[half + i]) {
+      out.detail = concat("the resumed losses differ: step ", half + i + 1, " ", tail[i], " against ", whole[half + i]);
+      return;
+    }
+  }
+  const std::string last = concat("checkpoints/step-", n);
+  if (const std::string d = checkpoint::first_difference(dir / "straight" / last, dir / "resumed" / last); !d.empty()) {
     out.detail = concat("the final checkpoints differ: ", d);
   } else {
     out.status = "pass";
-    out.detail = "losses of steps 3-4 and every tensor of the final checkpoint bit for bit";
+    out.detail = concat("losses of steps ", half + 1, "-", n, " and every tensor of the final checkpoint bit for bit");
   }
 }
 
@@ -124,11 +132,30 @@ void reshard(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
   const Sets target = with(c.other, "checkpoint.resume_from=" + (dir / "source/checkpoints/step-2").string());
   if (!ok(run("run", ws, target, {"--out", (dir / "target").string()}, dir / "target.log"), out, "the resuming run")) return;
   const auto whole = run_losses((dir / "source").string()), tail = run_losses((dir / "target").string());
-  if (!four_and_two(whole, tail, out)) return;
-  const double tolerance = *default_tolerance("float64");
+  if (!recorded(whole, 4, tail, 2, out)) return;
+  // An approximate plugin trains another model on either side: the loss gap it may have.
+  const double tolerance = c.approximate ? ws.loss_gap : *default_tolerance("float64");
   const double worst = std::max(relative_difference(tail[0], whole[2]), relative_difference(tail[1], whole[3]));
   out.status = worst <= tolerance ? "pass" : "fail";
   out.detail = concat("losses of steps 3-4 within ", sci(worst), " of the saving run's (tolerance ", tolerance, ")");
+}
+
+// An approximate plugin and ddp over the same batches (approximation.hpp).
+void loss_gap(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
+  const Sets longer = {concat("train.steps=", kLossGapSteps), "train.log_every=1"};
+  Sets mine = c.sets, theirs = c.other;
+  mine.insert(mine.end(), longer.begin(), longer.end());
+  theirs.insert(theirs.end(), longer.begin(), longer.end());
+  if (!ok(run("run", ws, mine, {"--out", (dir / "plugin").string()}, dir / "plugin.log"), out, "its run")) return;
+  if (!ok(run("run", ws, theirs, {"--out", (dir / "ddp").string()}, dir / "ddp.log"), out, "ddp's run")) return;
+  const Records a = read_metrics_records((dir / "plugin").string()), b = read_metrics_records((dir / "ddp").string());
+  if (a.size() != kLossGapSteps || b.size() != kLossGapSteps) {
+    out.detail = concat("the runs recorded ", a.size(), " and ", b.size(), " steps, not ", kLossGapSteps);
+    return;
+  }
+  const GapVerdict verdict = loss_gap_verdict(a, b, ws.loss_gap);
+  out.status = verdict.passed ? "pass" : "fail";
+  out.detail = verdict.detail;
 }
 
 void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
@@ -141,10 +168,13 @@ void refused(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
 }
 
 // Reads: 4 steps, logging only the last, with every wait for the device counted. State:
-// 8 steps, each logged (a rank must hold what it reports in at least one).
+// 8 steps, each logged (a rank must hold what it reports in at least one). Traffic: 8
+// steps, each logged (a plugin that sends every few steps, as local SGD does, sends).
 Sets honesty_sets(const Case& c) {
   if (c.kind == CaseKind::host_reads) return with(with(c.sets, "debug.count_host_syncs=true"), "train.log_every=4");
-  if (c.kind == CaseKind::traffic) return with(with(c.sets, "debug.count_wire_bytes=true"), "train.log_every=1");
+  if (c.kind == CaseKind::traffic) {
+    return with(with(with(c.sets, "debug.count_wire_bytes=true"), "train.log_every=1"), "train.steps=8");
+  }
   return with(with(c.sets, "train.steps=8"), "train.log_every=1");
 }
 
@@ -191,7 +221,8 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
       equivalence(c, ws, dir, out);
       break;
     case CaseKind::resume:
-      out.reproduce = concat(command_line("run", ws, c.sets), " --set checkpoint.every=2 (4 steps; then 2, resumed to 4)");
+      out.reproduce = concat(command_line("run", ws, c.sets), " --set train.steps=", c.steps, " --set checkpoint.every=",
+                             c.steps / 2, " (then resumed from its step ", c.steps / 2, ")");
       resume(c, ws, dir, out);
       break;
     case CaseKind::reshard:
@@ -204,6 +235,11 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
     case CaseKind::traffic:
       out.reproduce = command_line("run", ws, honesty_sets(c));
       honesty(c, ws, dir, out);
+      break;
+    case CaseKind::loss_gap:
+      out.reproduce = concat(command_line("run", ws, c.sets), "; then ", command_line("run", ws, c.other), " (each with --set train.steps=",
+                             kLossGapSteps, ")");
+      loss_gap(c, ws, dir, out);
       break;
     case CaseKind::refused:
       out.reproduce = command_line("config validate", ws, c.sets);

@@ -19,6 +19,7 @@ struct Workspace {
   std::string plait;        // the plait executable
   std::string folder;       // this verify's folder: base.toml and a folder per case
   std::string base_config;  // folder/base.toml
+  double loss_gap = 0.05;   // how far above ddp's an approximate plugin's final loss may end, as a fraction
 };
 
 Outcome run_case(const Case& c, const Workspace& ws, int index);

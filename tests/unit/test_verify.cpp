@@ -154,6 +154,29 @@ TEST_CASE("plait verify fails a plugin that sends its gradients over a connectio
                         "operations was in flight"));
 }
 
+TEST_CASE("an approximate plugin is held to ddp's loss, not the single process's: one that learns a hundred times slower "
+          "fails its approximation rows with both losses, and plait check refuses it", "[verify]") {
+  TempDir dir;
+  const auto report = failed_report(dir, "approximate_slow");
+  // Its rows compare it with ddp, on its own mesh, and say by how much it misses.
+  const std::string detail = failed_detail(report, "dp 2, gpt2, float64, accumulation 2, clipping, 100 steps against ddp");
+  CHECK_THAT(detail, StartsWith("final loss ") && Contains(" against ddp's ") && Contains("at most +5.0% passes") &&
+                         Contains("a step against ddp's"));
+  CHECK_THAT(row(report, "dp 2, gpt2, float64").at("reproduce").get<std::string>(),
+             Contains("--set parallel.data=fixture-approximate-slow") && Contains("--set parallel.data=ddp"));
+  for (const auto& r : report.at("checks")) CHECK(r.at("group") != "equivalence");
+
+  TempDir checked;
+  const ProcessResult refused = run_plait({"check", source_path("configs/quickstart.toml"), "--out", (checked / "c").string(),
+                                           "--set", "parallel.data=fixture-approximate-slow"},
+                                          {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/approximate_slow"}});
+  INFO(refused.output);
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.output, Contains("--set parallel.data=fixture-approximate-slow: data plugin 'fixture-approximate-slow' "
+                                      "is approximate") && Contains("plait verify fixture-approximate-slow"));
+  CHECK_FALSE(std::filesystem::exists(checked / "c"));
+}
+
 TEST_CASE("plait verify fails a schema key without a doc, naming the key", "[verify]") {
   TempDir dir;
   const ProcessResult r = verify(dir, fixture("undocumented", "undocumented"));

@@ -17,5 +17,9 @@ inline constexpr const char* tensor = "tensor";
 inline constexpr const char* offload = "offload";          // accepts an offload plugin
 // saves and loads its state (DataParallel::state_parts / load_state, state.hpp)
 inline constexpr const char* checkpoint = "checkpoint";
+// (API 12.2) trains a different model than the single process by design (local steps,
+// compressed gradients): `plait check` refuses it, and `plait verify` measures its loss
+// gap and its traffic against ddp's instead of demanding equality.
+inline constexpr const char* approximate = "approximate";
 
 }  // namespace plait::capability
