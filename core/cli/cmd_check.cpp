@@ -6,12 +6,12 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
-#include "check/equivalence.hpp"
+#include "equivalence/equivalence.hpp"
 #include "cli/commands.hpp"
 #include "plait/sdk/capabilities.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/launch_plan.hpp"
-#include "check/tolerance.hpp"
+#include "equivalence/tolerance.hpp"
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "run/subprocess.hpp"
@@ -120,7 +120,7 @@ int check(const CheckArgs& args) {
   const double t_reference = run_timed(run_argv(args, out / "reference", reference_flags(rows)), out / "reference.log",
                                        "reference");
   std::printf("  reference: %s (%.1f s)\n", (out / "reference").c_str(), t_reference);
-  const EquivalenceReport report = compare_runs((out / "candidate").string(), (out / "reference").string(), tolerance);
+  const EquivalenceReport report = equivalence_of((out / "candidate").string(), (out / "reference").string(), tolerance);
   write_file_atomically((out / "equivalence.json").string(), report.to_json());
   return print_report(report);
 }

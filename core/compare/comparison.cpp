@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "check/tolerance.hpp"
+#include "equivalence/tolerance.hpp"
 #include "plait/sdk/error.hpp"
 #include "timing/phase_clock.hpp"
 

@@ -10,19 +10,10 @@
 #include "distributed/mesh.hpp"
 #include "distributed/world.hpp"
 #include "model/model_spec.hpp"
-#include "pipeline/schedule_plan.hpp"
-#include "pipeline/stage_partition.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "loader/plugin_registry.hpp"
 
 namespace plait {
-
-// The launcher's checked pipeline, which each rank then runs: every pipeline rank's
-// actions, and the model's shapes (meta device) cut into the schedule's stages.
-struct PipelinePlan {
-  SchedulePlan schedule;
-  StageModel shapes;
-  StagePartition partition;
-};
 
 struct PreparedRun {
   LoadedConfig loaded;

@@ -21,7 +21,7 @@
 
 #include "train/rank.hpp"
 #include "train/training_progress.hpp"
-#include "train/trainer.hpp"
+#include "train/run_plan.hpp"
 
 namespace plait {
 

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "io/safetensors.hpp"
-#include "run/prepare.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;

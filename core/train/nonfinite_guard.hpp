@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "train/train_step.hpp"
-#include "train/trainer.hpp"
+#include "train/run_plan.hpp"
 
 namespace plait {
 

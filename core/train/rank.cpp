@@ -5,7 +5,7 @@
 #include "distributed/tensor_gather.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
-#include "run/prepare.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "train/initial_weights.hpp"

@@ -19,7 +19,7 @@
 #include "plait/sdk/tensor_parallel.hpp"
 #include "loader/plugin_instance.hpp"
 #include "train/host_reads.hpp"
-#include "train/trainer.hpp"
+#include "train/run_plan.hpp"
 
 namespace plait {
 

@@ -9,7 +9,7 @@
 #include "config/resolve.hpp"
 #include "train/rank.hpp"
 #include "train/training_progress.hpp"
-#include "train/trainer.hpp"
+#include "train/run_plan.hpp"
 
 namespace plait {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "timing/trace_recorder.hpp"
-#include "train/trainer.hpp"
+#include "train/run_plan.hpp"
 
 namespace plait {
 

@@ -1,5 +1,8 @@
 #include "verify/verify_plan.hpp"
 
+#include <algorithm>
+
+#include "equivalence/tolerance.hpp"
 #include "plait/sdk/capabilities.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -18,6 +21,11 @@ using Titled = std::vector<std::pair<std::string, Sets>>;
 
 const Sets kLlama32 = {"model.family=llama", "train.dtype=float32", "model.dropout=0.1"};
 
+// bfloat16 has no default tolerance in plait check: verify's own (tolerance.hpp).
+std::string bf16_title(const std::string& ranks) {
+  return concat(ranks, ", llama, bfloat16 with fp32 master weights (tolerance ", kBfloat16VerifyTolerance, ")");
+}
+
 // A data plugin: dp 2 (or one process, without multi_rank), then composed with a
 // pipeline, tensor parallel and offload where it claims them.
 Titled data_cases(const PluginRecord& p, bool quick) {
@@ -34,6 +42,7 @@ Titled data_cases(const PluginRecord& p, bool quick) {
     out.push_back({ranks + " x tp 2 (megatron), llama, float64", dp2 + Sets{"parallel.tensor=megatron", "parallel.tp=2", "model.family=llama"}});
   }
   if (p.has_capability(capability::offload)) out.push_back({ranks + " with cpu offload, gpt2, float64", dp2 + Sets{"parallel.offload=cpu"}});
+  if (p.has_capability(capability::bf16)) out.push_back({bf16_title(ranks), dp2 + Sets{"model.family=llama", "train.dtype=bfloat16"}});
   return out;
 }
 
@@ -176,6 +185,7 @@ std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick, const Sets&
                      with_ddp(me + sets, plugin.name), ""});
     } else {
       out.push_back({"equivalence", title, CaseKind::equivalence, me + sets, {}, ""});
+      if (std::find(sets.begin(), sets.end(), "train.dtype=bfloat16") != sets.end()) out.back().tolerance = kBfloat16VerifyTolerance;
     }
   }
   if (!equivalence.empty()) {  // on its first equivalence case's mesh

@@ -31,6 +31,7 @@ struct Case {
   std::string expect;              // refused: what the refusal must say
   int steps = 4;                   // resume: steps of the whole run (half of them before the checkpoint)
   bool approximate = false;        // reshard: judged by the loss gap allowed, not float64's tolerance
+  double tolerance = 0.0;          // equivalence: plait check --tolerance (0: its dtype's default)
 };
 
 // Steps of a loss-gap run: long enough for local steps and compression to show.

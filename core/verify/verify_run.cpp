@@ -9,8 +9,8 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "check/equivalence.hpp"
-#include "check/tolerance.hpp"
+#include "equivalence/equivalence.hpp"
+#include "equivalence/tolerance.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
 #include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
@@ -74,7 +74,9 @@ bool ok(const Ran& r, Outcome& out, const std::string& what) {
 }
 
 void equivalence(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
-  const Ran r = run("check", ws, c.sets, {"--out", (dir / "check").string()}, dir / "check.log");
+  Sets flags = {"--out", (dir / "check").string()};
+  if (c.tolerance > 0) flags.insert(flags.end(), {"--tolerance", concat(c.tolerance)});
+  const Ran r = run("check", ws, c.sets, flags, dir / "check.log");
   const fs::path report = dir / "check" / "equivalence.json";
   if (r.code != 0 || !fs::exists(report)) {
     ok(r.code == 0 ? Ran{1, r.log} : r, out, "plait check");
@@ -217,7 +219,7 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
   const auto start = std::chrono::steady_clock::now();
   switch (c.kind) {
     case CaseKind::equivalence:
-      out.reproduce = command_line("check", ws, c.sets);
+      out.reproduce = command_line("check", ws, c.sets) + (c.tolerance > 0 ? concat(" --tolerance ", c.tolerance) : "");
       equivalence(c, ws, dir, out);
       break;
     case CaseKind::resume:

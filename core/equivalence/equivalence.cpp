@@ -1,4 +1,4 @@
-#include "check/equivalence.hpp"
+#include "equivalence/equivalence.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "check/tolerance.hpp"
+#include "equivalence/tolerance.hpp"
 #include "io/safetensors.hpp"
 #include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
@@ -52,7 +52,7 @@ std::string EquivalenceReport::to_json() const {
   return j.dump(2);
 }
 
-EquivalenceReport compare_runs(const std::string& candidate_dir, const std::string& reference_dir, double tolerance) {
+EquivalenceReport equivalence_of(const std::string& candidate_dir, const std::string& reference_dir, double tolerance) {
   EquivalenceReport report;
   report.tolerance = tolerance;
   const auto a = run_losses(candidate_dir), b = run_losses(reference_dir);

@@ -33,6 +33,6 @@ struct EquivalenceReport {
 std::vector<double> run_losses(const std::string& dir);
 
 // Reads metrics.jsonl and debug_grads.safetensors of both run folders.
-EquivalenceReport compare_runs(const std::string& candidate_dir, const std::string& reference_dir, double tolerance);
+EquivalenceReport equivalence_of(const std::string& candidate_dir, const std::string& reference_dir, double tolerance);
 
 }  // namespace plait
