@@ -99,11 +99,11 @@ int check(const CheckArgs& args) {
   refuse_approximate(prep);
   plan_launch(prep, candidate_request);
   check_run_folder(out.string());
-  const std::string dtype = prep.config->table("train").get<std::string>("dtype");
+  const std::string dtype = prep.config->train().dtype;
   PLAIT_CHECK(args.tolerance || default_tolerance(dtype), concat("the equivalence check has no default tolerance for ", dtype),
               "pass --tolerance, or check in float32 or float64");
   const double tolerance = args.tolerance ? *args.tolerance : *default_tolerance(dtype);
-  const int64_t rows = prep.config->table("data").get<int64_t>("micro_batch_size") * prep.mesh.dp;
+  const int64_t rows = prep.config->data().micro_batch_size * prep.mesh.dp;
   create_run_folder(out.string());
 
   std::string strategy;

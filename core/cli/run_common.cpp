@@ -50,7 +50,7 @@ void warn_on_lock_drift(const PreparedRun& prep) {
 }
 
 std::string lock_text(const PreparedRun& prep) {
-  const Options& train = prep.config->table("train");
+  const TrainSettings& train = prep.config->train();
   const int64_t seq_len = resolve_seq_len(prep.config->table("data"), prep.model);
   std::string text = concat("# config.lock.toml: the resolved config of this run, every default filled in, each\n",
                             "# value followed by where it came from (plait compare reads these).\n",
@@ -60,7 +60,7 @@ std::string lock_text(const PreparedRun& prep) {
   text += concat("\n[lock]\nplait_version = \"", PLAIT_VERSION, "\"\ntorch_version = \"", TORCH_VERSION,
                  "\"\nparams = ", closed_form_params(prep.model),
                  "\nflops_per_token = ", ConfigValue::of(flops_per_token(prep.model, seq_len)).to_toml(),
-                 "\npeak_flops = ", ConfigValue::of(train.get<double>("peak_flops")).to_toml(),
+                 "\npeak_flops = ", ConfigValue::of(train.peak_flops).to_toml(),
                  "\nworld_size = ", prep.world_size, "\n");
   // Every file read but the main config: the bundles (absolute: the lock may be read
   // from anywhere), with what they held.

@@ -68,7 +68,7 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
   launch.reuse_folder ? reuse_run_folder(launch.folder, launch.resume_step) : create_run_folder(launch.folder);
   configure_logging((fs::path(launch.folder) / "launcher.log").string(), args.verbose);
   write_lock(prep, launch.folder);
-  RunStatus status(launch.folder, prep.config->table("train").get<int64_t>("steps"));
+  RunStatus status(launch.folder, prep.config->train().steps);
   status.running(0);
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", launch.folder, "; ",
                   prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",

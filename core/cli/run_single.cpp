@@ -19,7 +19,7 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
   launch.reuse_folder ? reuse_run_folder(folder, launch.resume_step) : create_run_folder(folder);
   configure_logging((fs::path(folder) / "run.log").string(), args.verbose);  // one process: one log
   write_lock(prep, folder);
-  RunStatus status(folder, prep.config->table("train").get<int64_t>("steps"));
+  RunStatus status(folder, prep.config->train().steps);
   status.running(0);
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
   auto world = World::single();

@@ -67,13 +67,13 @@ struct Joined {
 };
 
 Joined join_world(const WorkerEnv& worker, const PreparedRun& prep, std::unique_ptr<JobStore> store) {
-  const std::string comm_name = prep.config->table("parallel").get<std::string>("comm");
+  const std::string& comm_name = prep.config->parallel().comm;
   Joined joined;
   // No metrics sink: the core counts communication itself.
   joined.backend = make_plugin<CommBackend>(*prep.registry, prep.config->table(comm_name), comm_name, {},
                                             {worker.rank, worker.world_size});
   const at::Device device =
-      rank_device(prep.config->table("train").get<std::string>("device") == "cuda", worker.local_rank);
+      rank_device(prep.config->train().device == "cuda", worker.local_rank);
   use_rank_device(device);
   joined.world = World::join(worker, std::move(store), prep.mesh, *joined.backend.plugin, prep.dist, device.str(),
                              core_log());
@@ -120,7 +120,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
                        .status_folder = keeps_status ? folder : "",
                        .launcher_parent = from_plait});
   std::unique_ptr<RunStatus> status;
-  if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->table("train").get<int64_t>("steps"));
+  if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->train().steps);
   Joined joined;
   try {
     agree_on_config(worker, prep, *store, who, args.config);

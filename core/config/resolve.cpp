@@ -119,14 +119,19 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
     out.tables_.emplace_back(schema.table, resolve_table(schema, tree.table(schema.table), tree.table_source(schema.table),
                                                          tree.default_place()));
   }
-
-  // Which plugins play which role.
   for (auto& [name, table] : out.tables_) {
     if (name == "parallel") resolve_data_alias(table, out.notes_);
   }
+  out.train_ = TrainSettings::from(out.table("train"));
+  out.data_ = DataSettings::from(out.table("data"));
+  out.parallel_ = ParallelSettings::from(out.table("parallel"));
+  out.checkpoint_ = CheckpointSettings::from(out.table("checkpoint"));
+  out.debug_ = DebugSettings::from(out.table("debug"));
+  out.distributed_ = DistributedSettings::from(out.table("distributed"));
+
+  // Which plugins play which role.
   const Options& parallel = out.table("parallel");
-  const bool one_process = !launched && parallel.get<int64_t>("dp") == 1 && parallel.get<int64_t>("pp") == 1 &&
-                           parallel.get<int64_t>("tp") == 1;
+  const bool one_process = !launched && out.parallel_.dp == 1 && out.parallel_.pp == 1 && out.parallel_.tp == 1;
   for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
     const std::string name = parallel.get<std::string>(role);
     if (name == "none") continue;

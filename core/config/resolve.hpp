@@ -8,6 +8,7 @@
 
 #include "config/config_tree.hpp"
 #include "config/schema.hpp"
+#include "config/settings.hpp"
 #include "loader/plugin_registry.hpp"
 
 namespace plait {
@@ -28,6 +29,13 @@ class ResolvedConfig {
  public:
   // The values of a table that was resolved (core tables always are).
   const Options& table(const std::string& name) const;
+  // The core tables, typed (settings.hpp).
+  const TrainSettings& train() const { return train_; }
+  const DataSettings& data() const { return data_; }
+  const ParallelSettings& parallel() const { return parallel_; }
+  const CheckpointSettings& checkpoint() const { return checkpoint_; }
+  const DebugSettings& debug() const { return debug_; }
+  const DistributedSettings& distributed() const { return distributed_; }
   const std::vector<PluginChoice>& plugins() const { return choices_; }
   const std::vector<std::pair<std::string, ResolvedTable>>& tables() const { return tables_; }
 
@@ -44,6 +52,12 @@ class ResolvedConfig {
   std::vector<std::pair<std::string, ResolvedTable>> tables_;
   std::vector<PluginChoice> choices_;
   std::vector<std::string> notes_;
+  TrainSettings train_;
+  DataSettings data_;
+  ParallelSettings parallel_;
+  CheckpointSettings checkpoint_;
+  DebugSettings debug_;
+  DistributedSettings distributed_;
 };
 
 // [plugins].paths, resolved against the file that set them (needed before the registry

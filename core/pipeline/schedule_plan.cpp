@@ -38,15 +38,15 @@ SchedulePlan plan_schedule(PipelineSchedule* schedule, const std::string& name, 
 }
 
 PluginInstance<PipelineSchedule> configured_schedule(const PluginRegistry& registry, const ResolvedConfig& config) {
-  const std::string name = config.table("parallel").get<std::string>("pipeline");
+  const std::string& name = config.parallel().pipeline;
   if (name == "none") return {};
   return make_plugin<PipelineSchedule>(registry, config.table(name), name, {});
 }
 
 SchedulePlan plan_configured_schedule(const PluginRegistry& registry, const ResolvedConfig& config, int64_t pp) {
   auto schedule = configured_schedule(registry, config);
-  return plan_schedule(schedule.plugin.get(), config.table("parallel").get<std::string>("pipeline"), pp,
-                       config.table("train").get<int64_t>("grad_accum"));
+  return plan_schedule(schedule.plugin.get(), config.parallel().pipeline, pp,
+                       config.train().grad_accum);
 }
 
 }  // namespace plait

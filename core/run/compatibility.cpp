@@ -7,7 +7,9 @@ namespace plait {
 
 void check_compatibility(const ResolvedConfig& config, const PluginRegistry& registry) {
   const Options& train = config.table("train");
-  const Options& parallel = config.table("parallel");
+  const TrainSettings& settings = config.train();
+  const Options& parallel = config.table("parallel");  // for where()
+  const ParallelSettings& p = config.parallel();
   const PluginChoice* data = nullptr;
   for (const auto& c : config.plugins()) {
     if (c.role == "data") data = &c;
@@ -18,11 +20,11 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
   std::string saves, saves_place;
   if (checkpoint.has("resume_from")) {
     saves = "resuming (checkpoint.resume_from)", saves_place = checkpoint.where("resume_from");
-  } else if (checkpoint.get<std::string>("resume") == "auto") {
+  } else if (config.checkpoint().resume == "auto") {
     saves = "checkpoint.resume = \"auto\"", saves_place = checkpoint.where("resume");
-  } else if (checkpoint.get<int64_t>("every") > 0) {
-    saves = concat("checkpoint.every = ", checkpoint.get<int64_t>("every")), saves_place = checkpoint.where("every");
-  } else if (checkpoint.get<bool>("final") && !checkpoint.is_default("final")) {
+  } else if (config.checkpoint().every > 0) {
+    saves = concat("checkpoint.every = ", config.checkpoint().every), saves_place = checkpoint.where("every");
+  } else if (config.checkpoint().final && !config.checkpoint().final_is_default) {
     saves = "checkpoint.final = true", saves_place = checkpoint.where("final");
   }
 
@@ -33,18 +35,14 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
     std::string place;  // where that side was set
   };
   const std::vector<Need> needs = {
-      {train.get<int64_t>("grad_accum") > 1, capability::grad_accum,
-       concat("train.grad_accum = ", train.get<int64_t>("grad_accum")), train.where("grad_accum")},
-      {train.get<std::string>("dtype") == "bfloat16", capability::bf16, "train.dtype = \"bfloat16\"", train.where("dtype")},
-      {train.get<std::string>("dtype") == "float64", capability::float64, "train.dtype = \"float64\"", train.where("dtype")},
-      {parallel.get<int64_t>("dp") != 1, capability::multi_rank, concat("parallel.dp = ", parallel.get<int64_t>("dp")),
-       parallel.where("dp")},
-      {parallel.get<std::string>("pipeline") != "none", capability::pipeline,
-       concat("pipeline plugin '", parallel.get<std::string>("pipeline"), "'"), parallel.where("pipeline")},
-      {parallel.get<std::string>("tensor") != "none", capability::tensor,
-       concat("tensor plugin '", parallel.get<std::string>("tensor"), "'"), parallel.where("tensor")},
-      {parallel.get<std::string>("offload") != "none", capability::offload,
-       concat("offload plugin '", parallel.get<std::string>("offload"), "'"), parallel.where("offload")},
+      {settings.grad_accum > 1, capability::grad_accum,
+       concat("train.grad_accum = ", settings.grad_accum), train.where("grad_accum")},
+      {settings.dtype == "bfloat16", capability::bf16, "train.dtype = \"bfloat16\"", train.where("dtype")},
+      {settings.dtype == "float64", capability::float64, "train.dtype = \"float64\"", train.where("dtype")},
+      {p.dp != 1, capability::multi_rank, concat("parallel.dp = ", p.dp), parallel.where("dp")},
+      {p.pipeline != "none", capability::pipeline, concat("pipeline plugin '", p.pipeline, "'"), parallel.where("pipeline")},
+      {p.tensor != "none", capability::tensor, concat("tensor plugin '", p.tensor, "'"), parallel.where("tensor")},
+      {p.offload != "none", capability::offload, concat("offload plugin '", p.offload, "'"), parallel.where("offload")},
       {!saves.empty(), capability::checkpoint, saves, saves_place},
   };
   for (const auto& need : needs) {

@@ -12,11 +12,12 @@ namespace plait {
 
 void check_devices(const ResolvedConfig& config) {
   const Options& train = config.table("train");
-  const bool cuda = train.get<std::string>("device") == "cuda";
+  const TrainSettings& settings = config.train();
+  const bool cuda = settings.device == "cuda";
   PLAIT_CHECK(!cuda || at::detail::getCUDAHooks().getNumGPUs() > 0,
               concat(train.where("device"), ": [train] device = \"cuda\", but no CUDA device is visible"),
               "run on a machine with a GPU, or set device = \"cpu\"");
-  PLAIT_CHECK(train.get<double>("memory_limit_mb") == 0.0 || !cuda,
+  PLAIT_CHECK(settings.memory_limit_mb == 0.0 || !cuda,
               concat(train.where("memory_limit_mb"),
                      ": [train] memory_limit_mb is enforced on CPU runs only ([train] device is \"cuda\")"),
               "on a GPU the device's own memory is the budget: remove the key");
@@ -24,15 +25,16 @@ void check_devices(const ResolvedConfig& config) {
 
 void check_optimizer_numbers(const ResolvedConfig& config) {
   const Options& train = config.table("train");
+  const TrainSettings& settings = config.train();
   for (const char* beta : {"beta1", "beta2"}) {
     PLAIT_CHECK(train.get<double>(beta) < 1.0,
                 concat(train.where(beta), ": [train] ", beta, " = 1: AdamW's bias correction 1 - ", beta,
                        "^t would be 0, and the update would divide by it"),
                 "choose a value below 1 (GPT-2: beta1 0.9, beta2 0.95)");
   }
-  if (train.get<std::string>("dtype") == "float64") return;
-  const double lr = train.get<double>("lr"), wd = train.get<double>("weight_decay");
-  const double step_size = lr / (1.0 - train.get<double>("beta1"));
+  if (settings.dtype == "float64") return;
+  const double lr = settings.lr, wd = settings.weight_decay;
+  const double step_size = lr / (1.0 - settings.beta1);
   const char* hint = "a learning rate is usually well below 1 (GPT-2 small: 6e-4)";
   PLAIT_CHECK(step_size < FLT_MAX,
               concat(train.where("lr"), ": [train] lr = ", short_number(lr, 3), " is too large for float32 parameters: AdamW's "
@@ -43,8 +45,8 @@ void check_optimizer_numbers(const ResolvedConfig& config) {
               concat(train.where("weight_decay"), ": [train] lr x weight_decay = ", short_number(lr * wd, 3),
                      " is past float32's largest value ", short_number(FLT_MAX, 3), " (weight decay scales by 1 - lr x wd)"),
               "weight decay is usually between 0 and 0.1");
-  PLAIT_CHECK(train.get<double>("eps") < FLT_MAX,
-              concat(train.where("eps"), ": [train] eps = ", short_number(train.get<double>("eps"), 3),
+  PLAIT_CHECK(settings.eps < FLT_MAX,
+              concat(train.where("eps"), ": [train] eps = ", short_number(settings.eps, 3),
                      " is past float32's largest value ", short_number(FLT_MAX, 3)),
               "AdamW's eps is usually 1e-8");
 }
@@ -56,14 +58,14 @@ MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world)
     if (!parallel.is_default(axis)) place = parallel.where(axis);  // the first the user set, dp first
   }
   return at_place(place, [&] {
-    return resolve_mesh(static_cast<int>(parallel.get<int64_t>("dp")), static_cast<int>(parallel.get<int64_t>("pp")),
-                        static_cast<int>(parallel.get<int64_t>("tp")), known_world);
+    const ParallelSettings& p = config.parallel();
+    return resolve_mesh(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp), known_world);
   });
 }
 
 void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh) {
   const Options& parallel = config.table("parallel");
-  PLAIT_CHECK(mesh.tp == 1 || parallel.get<std::string>("tensor") != "none",
+  PLAIT_CHECK(mesh.tp == 1 || config.parallel().tensor != "none",
               concat(parallel.where("tp"), ": [parallel] tp = ", mesh.tp, " needs a tensor-parallel plugin, but [parallel] "
                      "tensor = \"none\": the ", mesh.tp, " ranks of each tensor-parallel group would repeat each other's work"),
               "set [parallel] tensor = \"megatron\", or tp = 1");
@@ -71,19 +73,19 @@ void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh) {
 
 void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& mesh) {
   const Options& data = config.table("data");
-  if (data.get<std::string>("source") == "synthetic") {
-    PLAIT_CHECK(!data.has("path"),
+  if (config.data().source == "synthetic") {
+    PLAIT_CHECK(!config.data().path,
                 concat(data.where("path"), ": [data] path is set, but [data] source = \"synthetic\" reads no file"),
                 "set [data] source = \"tokens\" (or \"text\") to train on the file, or remove path");
     // By value, not by whether it was set: a lock file sets every key.
-    PLAIT_CHECK(data.get<std::string>("order") != "sequential",
+    PLAIT_CHECK(config.data().order != "sequential",
                 concat(data.where("order"), ": [data] order applies to file data; [data] source = \"synthetic\" makes "
                        "each sequence from its own seed"),
                 "remove order, or train on a file");
   }
   const Options& debug = config.table("debug");
-  const int64_t steps = config.table("train").get<int64_t>("steps");
-  for (const int64_t step : debug.get<std::vector<int64_t>>("trace_steps")) {
+  const int64_t steps = config.train().steps;
+  for (const int64_t step : config.debug().trace_steps) {
     PLAIT_CHECK(step >= 1 && step <= steps,
                 concat(debug.where("trace_steps"), ": [debug] trace_steps names step ", step, ", which ",
                        step < 1 ? "is not a step (steps count from 1)" : concat("is past the run's last step (", steps, ")")),

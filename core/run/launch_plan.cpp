@@ -15,9 +15,8 @@ int known_world(const LaunchRequest& request) {
 }
 
 std::vector<int> cores_for(const PreparedRun& prep, int local_ranks, int local_rank) {
-  const Options& dist = prep.config->table("distributed");
-  if (!dist.get<bool>("bind_cores")) return {};
-  return at_place(dist.where("bind_cores"), [&] { return core_slice(usable_cores(), local_ranks, local_rank); });
+  if (!prep.config->distributed().bind_cores) return {};
+  return at_place(prep.config->table("distributed").where("bind_cores"), [&] { return core_slice(usable_cores(), local_ranks, local_rank); });
 }
 
 std::string run_folder_of(const LaunchRequest& request) {
@@ -47,14 +46,15 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
               "every node's launcher gets the same two values");
   cores_for(prep, plan.nproc, 0);
   const Options& train = prep.config->table("train");
+  const TrainSettings& settings = prep.config->train();
   const int gpus = at::detail::getCUDAHooks().getNumGPUs();
-  PLAIT_CHECK(train.get<std::string>("device") != "cuda" || plan.nproc <= gpus,
+  PLAIT_CHECK(settings.device != "cuda" || plan.nproc <= gpus,
               concat(train.where("device"), ": [train] device = \"cuda\" with ", plan.nproc,
                      " ranks on this node, but it has ", gpus, " GPU(s) visible: each rank takes its own"),
               "start at most one rank per GPU (--nproc-per-node), or make CUDA_VISIBLE_DEVICES show more");
   plan.folder = run_folder_of(request);
   std::error_code ec;
-  plan.reuse_folder = prep.config->table("checkpoint").get<std::string>("resume") == "auto" &&
+  plan.reuse_folder = prep.config->checkpoint().resume == "auto" &&
                       fs::is_directory(plan.folder, ec) && !fs::is_empty(plan.folder, ec);
   if (!plan.reuse_folder) check_run_folder(plan.folder);
   if (const auto from = check_resume(prep, plan.folder)) {

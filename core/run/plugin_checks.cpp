@@ -47,7 +47,7 @@ void check_plugins(const ResolvedConfig& config, const PluginRegistry& registry,
   // The offload plugin configured as a rank would, so a data plugin can ask what it offloads.
   StepMetrics metrics;
   PluginInstance<Offload> offload;
-  if (const std::string name = parallel.get<std::string>("offload"); name != "none") {
+  if (const std::string& name = config.parallel().offload; name != "none") {
     offload = make_plugin<Offload>(registry, config.table(name), name, {.metrics = &metrics}, {.rank = 0, .world_size = mesh.world()});
   }
   const RunCheck run{.model = &dimensions,

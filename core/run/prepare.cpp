@@ -30,7 +30,7 @@ static PipelinePlan check_pipeline(const PreparedRun& run) {
   PipelinePlan out;
   out.schedule = at_place(schedule_place, [&] { return plan_configured_schedule(*run.registry, *run.config, run.mesh.pp); });
   out.shapes = build_meta_model(run.model);
-  const auto& counts = parallel.get<std::vector<int64_t>>("stage_blocks");
+  const std::vector<int64_t>& counts = run.config->parallel().stage_blocks;
   try {
     out.partition = partition_stages(out.shapes, out.schedule.spec.stages(), counts,
                                      concat(parallel.where("stage_blocks"), ": [parallel] stage_blocks"));
@@ -65,10 +65,9 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);
   check_data(config.table("data"), run.model, config.table("model"), run.mesh.dp, scan_data);
-  const Options& dist = config.table("distributed");
+  const DistributedSettings& dist = config.distributed();
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };
-  run.dist = {ms(dist.get<double>("rendezvous_timeout_s")), ms(dist.get<double>("collective_timeout_s")),
-              ms(dist.get<double>("hang_warning_s"))};
+  run.dist = {ms(dist.rendezvous_timeout_s), ms(dist.collective_timeout_s), ms(dist.hang_warning_s)};
   return run;
 }
 

@@ -47,13 +47,12 @@ void check_model(const fs::path& folder, const checkpoint::CheckpointIndex& inde
 }
 
 void check_batch(const PreparedRun& prep, const fs::path& folder, const checkpoint::CheckpointIndex& index) {
-  const Options& c = prep.config->table("checkpoint");
   const nlohmann::json& saved = index.state.at("global_batch");
   const int64_t dp0 = saved.at("dp").get<int64_t>(), b0 = saved.at("micro_batch_size").get<int64_t>(),
                 a0 = saved.at("grad_accum").get<int64_t>();
-  const int64_t dp = prep.mesh.dp, b = prep.config->table("data").get<int64_t>("micro_batch_size"),
-                a = prep.config->table("train").get<int64_t>("grad_accum");
-  if (dp0 * b0 * a0 == dp * b * a || c.get<bool>("allow_batch_change")) return;
+  const int64_t dp = prep.mesh.dp, b = prep.config->data().micro_batch_size,
+                a = prep.config->train().grad_accum;
+  if (dp0 * b0 * a0 == dp * b * a || prep.config->checkpoint().allow_batch_change) return;
   throw Error(concat("checkpoint ", folder.string(), " was trained with a global batch of ", dp0 * b0 * a0,
                      " sequences (dp ", dp0, " x micro_batch_size ", b0, " x grad_accum ", a0, "); this run's is ",
                      dp * b * a, " (dp ", dp, " x ", b, " x ", a, ")"),
@@ -63,9 +62,9 @@ void check_batch(const PreparedRun& prep, const fs::path& folder, const checkpoi
 
 void check_data(const PreparedRun& prep, const fs::path& folder, const checkpoint::CheckpointIndex& index) {
   const nlohmann::json& data = index.state.at("data");
-  const Options& d = prep.config->table("data");
-  const std::string order = d.get<std::string>("source") == "synthetic" ? "synthetic" : d.get<std::string>("order");
-  const auto seed = static_cast<uint64_t>(prep.config->table("train").get<int64_t>("seed"));
+  const DataSettings& d = prep.config->data();
+  const std::string order = d.source == "synthetic" ? "synthetic" : d.order;
+  const auto seed = static_cast<uint64_t>(prep.config->train().seed);
   PLAIT_CHECK(data.at("order").get<std::string>() == order && data.at("seed").get<uint64_t>() == seed,
               concat("checkpoint ", folder.string(), " read its data in order '", data.at("order").get<std::string>(),
                      "' with seed ", data.at("seed").get<uint64_t>(), "; this run reads order '", order, "' with seed ", seed),
@@ -109,7 +108,7 @@ std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::stri
     check_model(*folder, index, prep.pipeline.shapes);
     check_data(prep, *folder, index);
     check_batch(prep, *folder, index);
-    const int64_t steps = prep.config->table("train").get<int64_t>("steps");
+    const int64_t steps = prep.config->train().steps;
     PLAIT_CHECK(index.step < steps,
                 concat("checkpoint ", folder->string(), " is at step ", index.step, " and train.steps is ", steps,
                        ": nothing is left to train"),

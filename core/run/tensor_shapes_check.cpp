@@ -45,7 +45,7 @@ class QuietLogger final : public Logger {
 void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
                          const MeshShape& mesh) {
   const Options& parallel = config.table("parallel");
-  const std::string name = parallel.get<std::string>("tensor");
+  const std::string& name = config.parallel().tensor;
   if (name == "none" || mesh.tp == 1) return;
   StepMetrics metrics;
   auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics}, {0, static_cast<int>(mesh.world())});

@@ -20,21 +20,21 @@ namespace plait {
 namespace fs = std::filesystem;
 
 CheckpointSaver::CheckpointSaver(const RunPlan& plan, Rank& rank) : plan_(plan), rank_(rank) {
-  const Options& c = plan.config->table("checkpoint");
-  root_ = checkpoint::checkpoint_root(c, plan.out_dir);
-  every_ = c.get<int64_t>("every");
-  keep_last_ = c.get<int64_t>("keep_last");
-  async_ = c.get<bool>("async");
-  explicit_ = every_ > 0 || !c.is_default("final");
+  const CheckpointSettings& c = plan.config->checkpoint();
+  root_ = checkpoint::checkpoint_root(plan.config->table("checkpoint"), plan.out_dir);
+  every_ = c.every;
+  keep_last_ = c.keep_last;
+  async_ = c.async;
+  explicit_ = every_ > 0 || !c.final_is_default;
   // Only at its default can `final` meet a plugin that cannot save (the launch refuses the
   // rest): the launch has warned that this run ends without a checkpoint.
   const bool can = plan.registry->find(rank.dp.context->plugin_name)->has_capability(capability::checkpoint);
-  final_ = c.get<bool>("final") && can;
-  if (c.get<bool>("final") && !can && plan.world->rank() == 0) {
+  final_ = c.final && can;
+  if (c.final && !can && plan.world->rank() == 0) {
     core_log().warn("data plugin '", rank.dp.context->plugin_name, "' cannot save checkpoints (it lacks the capability '",
                     capability::checkpoint, "'): this run ends without one (set checkpoint.final = false to say so)");
   }
-  last_step_ = plan.config->table("train").get<int64_t>("steps");
+  last_step_ = plan.config->train().steps;
 }
 
 bool CheckpointSaver::due(int64_t step) const {
@@ -168,14 +168,13 @@ void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own, d
   index.state["trainer"] = to_json(job.progress);
   index.state["model"] = model_to_json(plan_.model);
   index.state["data"] = nlohmann::ordered_json::parse(job.data);
-  const Options& d = plan_.config->table("data");
   index.state["global_batch"] = {{"dp", mesh.shape().dp},
-                                 {"micro_batch_size", d.get<int64_t>("micro_batch_size")},
-                                 {"grad_accum", plan_.config->table("train").get<int64_t>("grad_accum")}};
+                                 {"micro_batch_size", plan_.config->data().micro_batch_size},
+                                 {"grad_accum", plan_.config->train().grad_accum}};
   checkpoint::merge_shard(index, own);
   // The ranks write about as much as rank 0 did: once its own file is written, the rest
   // get the collective timeout to report theirs.
-  const double limit_s = plan_.config->table("distributed").get<double>("collective_timeout_s");
+  const double limit_s = plan_.config->distributed().collective_timeout_s;
   for (int r = 1; r < world.size(); ++r) {
     const std::string report = world.store()->wait_get(
         concat("checkpoint/", job.progress.step, "/rank-", r), std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1e3)),

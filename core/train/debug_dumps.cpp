@@ -8,12 +8,11 @@ namespace plait {
 namespace fs = std::filesystem;
 
 DebugDumps::DebugDumps(const RunPlan& plan, Rank& rank) : plan_(plan), rank_(rank), out_(plan.out_dir) {
-  const Options& debug = plan.config->table("debug");
   const Mesh& mesh = plan.world->mesh();
   logits_holder_ = mesh.coords().pp == mesh.shape().pp - 1 && mesh.coords().dp == 0;
   logits_writer_ = logits_holder_ && mesh.coords().tp == 0;
-  dump_logits_ = debug.get<bool>("dump_logits");
-  dump_grads_ = debug.get<bool>("dump_grads");
+  dump_logits_ = plan.config->debug().dump_logits;
+  dump_grads_ = plan.config->debug().dump_grads;
 }
 
 StepRequests DebugDumps::requests(int64_t step) const {

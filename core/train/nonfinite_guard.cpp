@@ -20,9 +20,9 @@ std::string list(const std::vector<int>& ranks) {
 }  // namespace
 
 NonFiniteGuard::NonFiniteGuard(const RunPlan& plan) : plan_(plan) {
-  const Options& train = plan.config->table("train");
-  skip_ = train.get<std::string>("on_nonfinite") == "skip";
-  limit_ = train.get<int64_t>("nonfinite_skip_limit");
+  const TrainSettings& train = plan.config->train();
+  skip_ = train.on_nonfinite == "skip";
+  limit_ = train.nonfinite_skip_limit;
 }
 
 void NonFiniteGuard::after_step(int64_t step, const StepOutcome& out) {
@@ -35,8 +35,9 @@ void NonFiniteGuard::after_step(int64_t step, const StepOutcome& out) {
   }
   const std::string what = what_happened(step, out);
   const Options& train = plan_.config->table("train");
+  const TrainSettings& settings = plan_.config->train();
   const std::string hint =
-      concat("lower [train] lr (", short_number(train.get<double>("lr")), ", ", train.where("lr"),
+      concat("lower [train] lr (", short_number(settings.lr), ", ", train.where("lr"),
              ") or clip the gradients harder ([train] grad_clip), check the data, or set [train] on_nonfinite = "
              "\"skip\" to skip such steps");
   if (!skip_) throw Error(what, hint);
@@ -76,7 +77,7 @@ std::vector<int> NonFiniteGuard::ranks_that_saw_it(bool here) const {
   at::Tensor flags = at::zeros({world.size()}, at::TensorOptions().dtype(at::kInt));
   flags[world.rank()] = here ? 1 : 0;
   if (Communicator* everyone = world.all()) {
-    const bool cuda = plan_.config->table("train").get<std::string>("device") == "cuda";
+    const bool cuda = plan_.config->train().device == "cuda";
     at::Tensor staged = flags.to(rank_device(cuda, plan_.local_rank));
     AllReduceOptions o;
     o.tag = {"core", "nonfinite-ranks", "", -1};

@@ -21,7 +21,7 @@ PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& na
 }
 
 at::Device compute_device(const RunPlan& plan) {
-  const at::Device device = rank_device(plan.config->table("train").get<std::string>("device") == "cuda", plan.local_rank);
+  const at::Device device = rank_device(plan.config->train().device == "cuda", plan.local_rank);
   use_rank_device(device);  // a single process has no communicators that set it before
   start_rank_memory(device);
   return device;
@@ -29,7 +29,7 @@ at::Device compute_device(const RunPlan& plan) {
 
 // 1. The tensor plugin's factory makes sharded layers; without one, dense layers.
 void apply_tensor_parallel(const RunPlan& plan, Rank& rank) {
-  const std::string name = plan.config->table("parallel").get<std::string>("tensor");
+  const std::string& name = plan.config->parallel().tensor;
   if (name == "none") {
     rank.factory = make_dense_layer_factory();
     return;
@@ -46,7 +46,7 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   const Mesh& mesh = plan.world->mesh();
   const int64_t pp = mesh.shape().pp, pp_rank = mesh.coords().pp;
   const PipelinePlan& pipeline = *plan.pipeline;
-  const auto seed = static_cast<uint64_t>(plan.config->table("train").get<int64_t>("seed"));
+  const auto seed = static_cast<uint64_t>(plan.config->train().seed);
   const InitSpec init{seed, at::TensorOptions().dtype(rank.precision.param_dtype).device(rank.device)};
   const std::vector<bool> materialised = units_to_materialise(pipeline.shapes, pipeline.partition, pp, pp_rank);
   const StageModel whole =
@@ -64,19 +64,19 @@ void build_stages(const RunPlan& plan, Rank& rank) {
 
 // 5-6. Offload places model state; data parallel wraps the stages and owns the optimizer.
 void apply_data_parallel(const RunPlan& plan, Rank& rank) {
-  const Options& parallel = plan.config->table("parallel");
-  const Options& train = plan.config->table("train");
-  if (const std::string name = parallel.get<std::string>("offload"); name != "none") {
+  const ParallelSettings& parallel = plan.config->parallel();
+  const TrainSettings& train = plan.config->train();
+  if (const std::string& name = parallel.offload; name != "none") {
     rank.offload = make_plugin<Offload>(plan, name, rank);
   }
-  rank.dp = make_plugin<DataParallel>(plan, parallel.get<std::string>("data"), rank);
+  rank.dp = make_plugin<DataParallel>(plan, parallel.data, rank);
   World& world = *plan.world;
   rank.dp.plugin->setup({
       .model = &rank.stages.model,
-      .adamw = {.beta1 = train.get<double>("beta1"),
-                .beta2 = train.get<double>("beta2"),
-                .eps = train.get<double>("eps"),
-                .weight_decay = train.get<double>("weight_decay")},
+      .adamw = {.beta1 = train.beta1,
+                .beta2 = train.beta2,
+                .eps = train.eps,
+                .weight_decay = train.weight_decay},
       .dp_group = world.group(Axis::dp),
       .groups = world.group_maker(Axis::dp),
       .bf16 = rank.precision.autocast_bf16,
@@ -104,7 +104,7 @@ void make_executor(const RunPlan& plan, Rank& rank) {
       .device = rank.device,
       .activation_dtype = rank.precision.param_dtype,
       .hidden = plan.model.n_embd,
-      .seed = static_cast<uint64_t>(plan.config->table("train").get<int64_t>("seed")),
+      .seed = static_cast<uint64_t>(plan.config->train().seed),
   });
 }
 
@@ -112,12 +112,12 @@ void make_executor(const RunPlan& plan, Rank& rank) {
 
 std::unique_ptr<Rank> build_rank(const RunPlan& plan) {
   auto rank = std::make_unique<Rank>();
-  rank->precision = precision_from(plan.config->table("train").get<std::string>("dtype"));
+  rank->precision = precision_from(plan.config->train().dtype);
   rank->device = compute_device(plan);
   apply_tensor_parallel(plan, *rank);
   build_stages(plan, *rank);
   apply_activation_checkpointing(rank->stages.model,  // 4.
-                                 plan.config->table("train").get<std::string>("activation_checkpointing"));
+                                 plan.config->train().activation_checkpointing);
   apply_data_parallel(plan, *rank);
   make_executor(plan, *rank);
   plan.world->stats().drain();  // setup traffic (the initial broadcast) is not a step's

@@ -18,23 +18,23 @@ namespace plait {
 
 StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
     : plan_(plan), rank_(rank), start_(std::chrono::steady_clock::now()) {
-  const Options& train = plan.config->table("train");
+  const TrainSettings& train = plan.config->train();
   flops_per_token_ = flops_per_token(plan.model, resolve_seq_len(plan.config->table("data"), plan.model));
-  peak_flops_ = train.get<double>("peak_flops");
-  steps_ = train.get<int64_t>("steps");
-  log_every_ = train.get<int64_t>("log_every");
-  phase_timing_ = train.get<bool>("phase_timing");
-  const std::string rank_metrics = train.get<std::string>("rank_metrics");
-  if (plan.config->table("debug").get<bool>("count_host_syncs")) {
+  peak_flops_ = train.peak_flops;
+  steps_ = train.steps;
+  log_every_ = train.log_every;
+  phase_timing_ = train.phase_timing;
+  const std::string rank_metrics = train.rank_metrics;
+  if (plan.config->debug().count_host_syncs) {
     syncs_.start();
     syncs_.take();  // building and resuming are not a step
   }
-  count_wire_ = plan.config->table("debug").get<bool>("count_wire_bytes");
+  count_wire_ = plan.config->debug().count_wire_bytes;
   if (count_wire_) plan.world->stats().count_wire(&tcp_bytes_sent);
   keep_ranks_ = rank_metrics == "all" || (rank_metrics == "auto" && plan.world->size() <= kRanksKeptByDefault);
   if (plan.world->rank() == 0) {
     metrics_ = std::make_unique<MetricsWriter>((std::filesystem::path(plan.out_dir) / "metrics.jsonl").string());
-    if (train.get<bool>("tensorboard")) {
+    if (train.tensorboard) {
       tensorboard_ =
           std::make_unique<TensorBoardWriter>((std::filesystem::path(plan.out_dir) / "tb").string(), first_step);
     }

@@ -11,7 +11,7 @@ namespace plait {
 namespace fs = std::filesystem;
 
 StepTracer::StepTracer(const RunPlan& plan) : plan_(plan) {
-  for (const int64_t s : plan.config->table("debug").get<std::vector<int64_t>>("trace_steps")) steps_.insert(s);
+  steps_.insert(plan.config->debug().trace_steps.begin(), plan.config->debug().trace_steps.end());
   if (!steps_.empty()) recorder_ = std::make_unique<TraceRecorder>(plan.world->rank());
 }
 
@@ -25,7 +25,7 @@ nlohmann::json StepTracer::distributed_info() const {
   for (const auto& g : groups) {
     pgs.push_back({{"pg_name", g.name},
                    {"pg_desc", g.axis},
-                   {"backend_config", concat(plan_.config->table("train").get<std::string>("device"), ":", g.backend)},
+                   {"backend_config", concat(plan_.config->train().device, ":", g.backend)},
                    {"pg_size", g.ranks.size()},
                    {"ranks", g.ranks}});
   }
@@ -65,7 +65,7 @@ void StepTracer::after(int64_t step) {
     store->set(concat("trace/", step, "/", plan_.world->rank()), mine.dump());
     if (plan_.world->rank() != 0) return;
     const auto timeout = std::chrono::milliseconds(
-        static_cast<int64_t>(plan_.config->table("distributed").get<double>("rendezvous_timeout_s") * 1000.0));
+        static_cast<int64_t>(plan_.config->distributed().rendezvous_timeout_s * 1000.0));
     for (int r = 0; r < plan_.world->size(); ++r) {
       ranks.push_back(nlohmann::json::parse(
           store->wait_get(concat("trace/", step, "/", r), timeout, concat("rank ", r, "'s trace of step ", step))));

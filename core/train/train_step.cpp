@@ -24,20 +24,20 @@ struct Figure {
 }  // namespace
 
 StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : plan_(plan), rank_(rank), dumps_(dumps) {
-  const Options& train = plan.config->table("train");
+  const TrainSettings& train = plan.config->train();
   const Mesh& mesh = plan.world->mesh();
-  const auto seed = static_cast<uint64_t>(train.get<int64_t>("seed"));
+  const auto seed = static_cast<uint64_t>(train.seed);
   sampler_ = make_sampler(plan.config->table("data"), plan.model, seed, mesh.shape().dp, mesh.coords().dp);
-  lr_ = {train.get<std::string>("lr_schedule"), train.get<double>("lr"), train.get<int64_t>("warmup_steps"),
-         train.get<int64_t>("steps"), train.get<double>("min_lr_ratio")};
-  accum_ = train.get<int64_t>("grad_accum");
-  log_every_ = train.get<int64_t>("log_every");
-  steps_ = train.get<int64_t>("steps");
-  grad_clip_ = train.get<double>("grad_clip");
-  const Options& debug = plan.config->table("debug");
-  spoiled_step_ = debug.get<int64_t>("nonfinite_step");
-  spoiled_rank_ = debug.get<int64_t>("nonfinite_rank");
-  if (debug.get<int64_t>("slow_rank") == plan.world->rank()) slow_ms_ = debug.get<double>("slow_ms");
+  lr_ = {train.lr_schedule, train.lr, train.warmup_steps,
+         train.steps, train.min_lr_ratio};
+  accum_ = train.grad_accum;
+  log_every_ = train.log_every;
+  steps_ = train.steps;
+  grad_clip_ = train.grad_clip;
+  const DebugSettings& debug = plan.config->debug();
+  spoiled_step_ = debug.nonfinite_step;
+  spoiled_rank_ = debug.nonfinite_rank;
+  if (debug.slow_rank == plan.world->rank()) slow_ms_ = debug.slow_ms;
 }
 
 StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {

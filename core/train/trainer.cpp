@@ -28,10 +28,10 @@ namespace {
 
 // Threads, the memory books and budget, determinism and the global seed of this process.
 void configure_process(const RunPlan& plan) {
-  const Options& train = plan.config->table("train");
+  const TrainSettings& train = plan.config->train();
   install_tracking_allocator();
-  set_device_memory_limit(static_cast<int64_t>(train.get<double>("memory_limit_mb") * 1024 * 1024));
-  if (const int64_t threads = train.get<int64_t>("threads"); threads > 0) {
+  set_device_memory_limit(static_cast<int64_t>(train.memory_limit_mb * 1024 * 1024));
+  if (const int64_t threads = train.threads; threads > 0) {
     at::set_num_threads(static_cast<int>(threads));
   } else if (plan.bound_cores > 0) {
     at::set_num_threads(plan.bound_cores);
@@ -39,7 +39,7 @@ void configure_process(const RunPlan& plan) {
     at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size));
   }
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
-  at::manual_seed(static_cast<uint64_t>(train.get<int64_t>("seed")));
+  at::manual_seed(static_cast<uint64_t>(train.seed));
 }
 
 // Collective over tp and pp; rank 0 writes.
@@ -51,9 +51,9 @@ void save_weights(const RunPlan& plan, const Rank& rank, const std::string& file
 void log_start(const RunPlan& plan, const Rank& rank) {
   const Options& data = plan.config->table("data");
   core_log().info("model ", plan.model.family, " ", plan.model.size, ": ", closed_form_params(plan.model),
-                  " parameters; data ", data.get<std::string>("source"), ", B=", data.get<int64_t>("micro_batch_size"),
+                  " parameters; data ", plan.config->data().source, ", B=", plan.config->data().micro_batch_size,
                   " T=", resolve_seq_len(data, plan.model), " grad_accum=",
-                  plan.config->table("train").get<int64_t>("grad_accum"), "; strategy ", rank.dp.context->plugin_name,
+                  plan.config->train().grad_accum, "; strategy ", rank.dp.context->plugin_name,
                   "; rank ", plan.world->rank(), " of ", plan.world->size());
   if (plan.model.attention == "sdpa") {
     // Asked of one sample's heads in the dtype attention sees (bf16 under autocast).
@@ -79,8 +79,7 @@ TrainingProgress resume(const RunPlan& plan, Rank& rank, StepRunner& runner, Non
 RunSummary train(const RunPlan& plan) {
   configure_process(plan);
   const std::unique_ptr<Rank> rank = build_rank(plan);
-  const Options& checkpoint = plan.config->table("checkpoint");
-  if (checkpoint.get<bool>("save_init")) save_weights(plan, *rank, "init.safetensors");
+  if (plan.config->checkpoint().save_init) save_weights(plan, *rank, "init.safetensors");
   log_start(plan, *rank);
   DebugDumps dumps(plan, *rank);
   StepRunner runner(plan, *rank, dumps);
@@ -91,9 +90,9 @@ RunSummary train(const RunPlan& plan) {
   StepTracer tracer(plan);
   RunSummary summary;
   const auto start = std::chrono::steady_clock::now();
-  const int64_t steps = plan.config->table("train").get<int64_t>("steps");
+  const int64_t steps = plan.config->train().steps;
   PhaseClock clock;  // consecutive steps' intervals touch: a save or a report is in the next step's time
-  if (plan.config->table("train").get<bool>("phase_timing")) clock.install();
+  if (plan.config->train().phase_timing) clock.install();
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     reset_rank_memory_peak(rank->device);
     tracer.before(step);
@@ -118,7 +117,7 @@ RunSummary train(const RunPlan& plan) {
   }
   saver.finish();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (checkpoint.get<bool>("save_final")) save_weights(plan, *rank, "final.safetensors");
+  if (plan.config->checkpoint().save_final) save_weights(plan, *rank, "final.safetensors");
   return summary;
 }
 
@@ -137,16 +136,16 @@ RunSummary run_training(const RunPlan& plan) {
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
     what = what.substr(0, what.find('\n'));
-    const Options& parallel = plan.config->table("parallel");
+    const ParallelSettings& parallel = plan.config->parallel();
     if (device_memory_limit_hit()) {
       throw Error(concat("rank ", plan.world->rank(), " ran out of its device memory budget under data plugin '",
-                         parallel.get<std::string>("data"), "' (offload '", parallel.get<std::string>("offload"),
+                         parallel.data, "' (offload '", parallel.offload,
                          "'): ", what),
                   "shard the model state (parallel.data = \"zero\" with zero.stage = 3, or \"fsdp\"; add "
                   "parallel.offload = \"cpu\"), lower data.micro_batch_size, or raise train.memory_limit_mb");
     }
     throw Error(concat("rank ", plan.world->rank(), " failed while training (data plugin '",
-                       parallel.get<std::string>("data"), "'): ", c10_error ? "LibTorch: " : "", what),
+                       parallel.data, "'): ", c10_error ? "LibTorch: " : "", what),
                 "rerun with -v for the full log; if the config is valid, this is a plait bug: please report it with "
                 "the run folder's logs");
   }
