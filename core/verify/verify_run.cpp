@@ -142,12 +142,12 @@ void reshard(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& o
   out.detail = concat("losses of steps 3-4 within ", sci(worst), " of the saving run's (tolerance ", tolerance, ")");
 }
 
+// Either side of a loss-gap case: a longer run, every step logged.
+Sets loss_gap_sets(const Sets& sets) { return with(with(sets, concat("train.steps=", kLossGapSteps)), "train.log_every=1"); }
+
 // An approximate plugin and ddp over the same batches (approximation.hpp).
 void loss_gap(const Case& c, const Workspace& ws, const fs::path& dir, Outcome& out) {
-  const Sets longer = {concat("train.steps=", kLossGapSteps), "train.log_every=1"};
-  Sets mine = c.sets, theirs = c.other;
-  mine.insert(mine.end(), longer.begin(), longer.end());
-  theirs.insert(theirs.end(), longer.begin(), longer.end());
+  const Sets mine = loss_gap_sets(c.sets), theirs = loss_gap_sets(c.other);
   if (!ok(run("run", ws, mine, {"--out", (dir / "plugin").string()}, dir / "plugin.log"), out, "its run")) return;
   if (!ok(run("run", ws, theirs, {"--out", (dir / "ddp").string()}, dir / "ddp.log"), out, "ddp's run")) return;
   const Records a = read_metrics_records((dir / "plugin").string()), b = read_metrics_records((dir / "ddp").string());
@@ -239,8 +239,7 @@ Outcome run_case(const Case& c, const Workspace& ws, int index) {
       honesty(c, ws, dir, out);
       break;
     case CaseKind::loss_gap:
-      out.reproduce = concat(command_line("run", ws, c.sets), "; then ", command_line("run", ws, c.other), " (each with --set train.steps=",
-                             kLossGapSteps, ")");
+      out.reproduce = concat(command_line("run", ws, loss_gap_sets(c.sets)), "; then ", command_line("run", ws, loss_gap_sets(c.other)));
       loss_gap(c, ws, dir, out);
       break;
     case CaseKind::refused:
