@@ -15,8 +15,11 @@ const T& CombinationSampler::pick(const std::vector<T>& choices) {
 // dp x pp x tp within 8 ranks, and the other kinds' plugins in the roles the mesh opens.
 void CombinationSampler::mesh(Overrides& out) {
   const std::string& kind = plugin_.kind;
-  // A comm plugin is used only when there is more than one process.
-  const int dp = kind == "comm" ? pick<int>({2, 4}) : pick<int>({1, 2, 2, 4}), pp = pick<int>({1, 1, 2}), tp = dp * pp <= 4 ? pick<int>({1, 1, 2}) : 1;
+  // A comm plugin is used only when there is more than one process; a data plugin that
+  // does not claim multi_rank has one replica (any other dp is refused and drawn again).
+  const bool one_replica = kind == "data" && !plugin_.has_capability("multi_rank");
+  const int dp = kind == "comm" ? pick<int>({2, 4}) : one_replica ? 1 : pick<int>({1, 2, 2, 4});
+  const int pp = pick<int>({1, 1, 2}), tp = dp * pp <= 4 ? pick<int>({1, 1, 2}) : 1;
   out.push_back(concat("parallel.dp=", dp));
   if (pp > 1 || kind == "pipeline") out.push_back(concat("parallel.pp=", kind == "pipeline" ? std::max(pp, 2) : pp));
   if (tp > 1 || kind == "tensor") out.push_back(concat("parallel.tp=", kind == "tensor" ? std::max(tp, 2) : tp));

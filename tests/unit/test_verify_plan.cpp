@@ -1,11 +1,14 @@
 // What plait verify plans for a plugin, from its kind and capabilities, without running
 // anything: a bf16 case for a plugin that claims bf16, loss-gap cases against ddp (and a
-// longer resume) for an approximate one, and the user's --set in every case.
+// longer resume) for an approximate one, the user's --set in every case, and the meshes its
+// random combinations draw.
 #include <algorithm>
+#include <set>
 
 #include <catch2/catch.hpp>
 
 #include "equivalence/tolerance.hpp"
+#include "verify/combinations.hpp"
 #include "verify/verify_plan.hpp"
 
 using namespace plait;
@@ -84,4 +87,18 @@ TEST_CASE("an exact plugin's resume runs 4 steps and its reshard rows hold float
   CHECK(of_kind(cases, CaseKind::loss_gap).empty());
   CHECK(of_kind(cases, CaseKind::resume).at(0).steps == 4);
   for (const auto& c : of_kind(cases, CaseKind::reshard)) CHECK_FALSE(c.approximate);
+}
+
+TEST_CASE("the combination sampler keeps a data plugin without multi_rank on one replica, and spreads one with it",
+          "[verify]") {
+  const PluginRecord single = data_plugin("single", {"grad_accum", "float64"});
+  const PluginRecord ddp = data_plugin("ddp", {"grad_accum", "float64", "multi_rank"});
+  CombinationSampler one(single, 7), many(ddp, 7);
+  std::set<std::string> single_dp, ddp_dp;
+  for (int i = 0; i < 40; ++i) {
+    for (const auto& o : one.next()) if (o.rfind("parallel.dp=", 0) == 0) single_dp.insert(o);
+    for (const auto& o : many.next()) if (o.rfind("parallel.dp=", 0) == 0) ddp_dp.insert(o);
+  }
+  CHECK(single_dp == std::set<std::string>{"parallel.dp=1"});
+  CHECK(ddp_dp == std::set<std::string>{"parallel.dp=1", "parallel.dp=2", "parallel.dp=4"});
 }
