@@ -129,4 +129,12 @@ struct SweepArgs {
 };
 int sweep(const SweepArgs& args);
 
+// plait debug RUN: what the ranks' flight records say went wrong between them (a hang's
+// culprit, a desync, a straggler); the ranks of a job still running are asked first.
+struct DebugArgs {
+  std::string run;
+  double wait_s = 10.0;  // how long a running job's ranks have to answer
+};
+int debug_run(const DebugArgs& args);
+
 }  // namespace plait::cli

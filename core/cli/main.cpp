@@ -78,6 +78,9 @@ struct Commands {
   CLI::App* sweep_cmd = nullptr;
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
+  DebugArgs debug_args;
+  std::optional<std::string> debug_wait;
+  CLI::App* debug_cmd = nullptr;
   VerifyArgs verify_args;
   NewPluginArgs new_plugin_args;
   CLI::App* new_plugin_cmd = nullptr;
@@ -166,6 +169,10 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.sweep_cmd->add_option("--repeats", c.sweep_repeats, "Runs of each combination, interleaved (default 1)");
   c.sweep_cmd->add_option("--steps", c.sweep_steps, "Steps of each run (default: the config's)");
   c.sweep_cmd->add_option("--out", c.sweep_args.out, "The sweep folder (default runs/sweep-<config>-<time>)");
+  c.debug_cmd = app.add_subcommand("debug", "Name the rank a hang or desync comes from, from the ranks' flight records");
+  c.debug_cmd->add_option("run", c.debug_args.run, "The run folder (a running job's ranks are asked for fresh records)")
+      ->required();
+  c.debug_cmd->add_option("--wait", c.debug_wait, "Seconds a running job's ranks have to answer (default 10)");
   c.export_cmd = app.add_subcommand("export", "Write a checkpoint's weights as a Hugging Face model folder");
   c.export_cmd->add_option("path", c.export_args.path, "Checkpoint, folder of checkpoints, or run folder")->required();
   c.export_cmd->add_option("--hf", c.export_args.hf, "The folder to write (must not exist or be empty)")->required();
@@ -223,6 +230,10 @@ int dispatch(CLI::App& app, Commands& c) {
     c.sweep_args.steps = integer_flag("--steps", c.sweep_steps, 1, int64_t{1} << 53);
     c.sweep_args.repeats = static_cast<int>(integer_flag("--repeats", c.sweep_repeats, 1, 1000).value_or(1));
     return sweep(c.sweep_args);
+  }
+  if (*c.debug_cmd) {
+    c.debug_args.wait_s = positive_number_flag("--wait", c.debug_wait).value_or(c.debug_args.wait_s);
+    return debug_run(c.debug_args);
   }
   if (*c.export_cmd) {
     if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) c.export_args.shard_mb = *mb;

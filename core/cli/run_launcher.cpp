@@ -7,6 +7,8 @@
 #include <torch/headeronly/version.h>
 
 #include "cli/run_modes.hpp"
+#include "debug/fault_plan.hpp"
+#include "debug/flight_summary.hpp"
 #include "distributed/rendezvous.hpp"
 #include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
@@ -22,7 +24,7 @@ namespace {
 // ranks compare their resolved configs before they train.
 SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args,
                               const JobStore& store, const std::string& master_addr) {
-  const std::string folder = fs::absolute(launch.folder).string();
+  const std::string folder = fs::absolute(launch.folder).lexically_normal().string();
   SupervisorSpec spec;
   spec.executable = boost::dll::program_location().string();
   spec.args = {"run", fs::absolute(args.config).string(), "--out", folder};
@@ -73,6 +75,9 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", launch.folder, "; ",
                   prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",
                   launch.nproc, " on node ", launch.node_rank, " of ", launch.nnodes);
+  for (const auto& f : configured_faults(prep.config->debug().faults, "[debug] faults")) {
+    core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
+  }
   const std::string master_addr = args.master_addr.value_or("127.0.0.1");
   std::unique_ptr<JobStore> store;
   try {
@@ -90,7 +95,12 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
   const auto start = std::chrono::steady_clock::now();
   try {
     supervise(spec, core_log());
-  } catch (const std::exception& e) {
+  } catch (const std::exception& failure) {
+    // Every rank has stopped and written what it could: their flight records name the culprit.
+    const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
+    const auto* plait_error = dynamic_cast<const Error*>(&failure);
+    const Error e(flight.empty() ? failure.what() : concat(failure.what(), "\n", flight),
+                  plait_error ? plait_error->hint() : "", plait_error ? plait_error->origin() : "");
     write_log_files(LogLevel::error, e.what());
     status.failed(e.what());
     try {
@@ -99,7 +109,7 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       // The store may be gone already (node 0 failed first); the failure above is the news.
     }
     flush_logs();
-    throw;
+    throw e;
   }
   close_store_last(*store, launch, prep.dist.rendezvous_timeout);
   status.finished();

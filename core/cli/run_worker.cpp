@@ -4,10 +4,13 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "cli/run_modes.hpp"
+#include "debug/fault_injector.hpp"
 #include "distributed/core_binding.hpp"
+#include "distributed/flight_recorder.hpp"
 #include "distributed/rank_device.hpp"
 #include "distributed/rendezvous.hpp"
 #include "loader/plugin_instance.hpp"
@@ -81,6 +84,16 @@ Joined join_world(const WorkerEnv& worker, const PreparedRun& prep, std::unique_
   return joined;
 }
 
+// The rank's flight recorder, for the stop notice and SIGUSR1, while its world lives.
+struct FlightRecordWhileJoined {
+  FlightRecordWhileJoined(World& world, const std::string& folder) {
+    set_process_flight_recorder(&world.flight(), folder, world.rank());
+  }
+  ~FlightRecordWhileJoined() { set_process_flight_recorder(nullptr, "", 0); }
+  FlightRecordWhileJoined(const FlightRecordWhileJoined&) = delete;
+  FlightRecordWhileJoined& operator=(const FlightRecordWhileJoined&) = delete;
+};
+
 // Rank 0 hosts the store when torchrun or Slurm started the job: it leaves last.
 void leave(const WorkerEnv& worker, JobStore& job, std::chrono::milliseconds timeout) {
   job.add("finished", 1);
@@ -119,13 +132,19 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
                        .stderr_is_logged = from_plait,
                        .status_folder = keeps_status ? folder : "",
                        .launcher_parent = from_plait});
+  install_flight_signal();
+  install_crash_flight_record();
   std::unique_ptr<RunStatus> status;
   if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->train().steps);
   Joined joined;
+  std::optional<FlightRecordWhileJoined> flight;
+  std::optional<ProcessFaults> faults;
   try {
     agree_on_config(worker, prep, *store, who, args.config);
     join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
     joined = join_world(worker, prep, std::move(store));
+    flight.emplace(*joined.world, folder);
+    faults.emplace(configured_faults(prep.config->debug().faults, "[debug] faults"), worker.rank);
     if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // the kernel's word
     RunPlan plan = run_plan(prep, folder, joined.world.get(), status.get());
     plan.local_world_size = worker.local_world_size;
@@ -134,6 +153,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     train_logged(plan);
   } catch (const Error& e) {
     yield_to_stop_notice();
+    write_process_flight_record(e.what());
     try {
       JobStore* job = joined.world ? joined.world->store() : store.get();
       if (job != nullptr) report_rank_failure(*job, {worker.rank, e.what(), e.hint()});

@@ -80,6 +80,7 @@ DebugSettings DebugSettings::from(const Options& d) {
   s.nonfinite_rank = d.get<int64_t>("nonfinite_rank");
   s.slow_ms = d.get<double>("slow_ms");
   s.slow_rank = d.get<int64_t>("slow_rank");
+  s.faults = d.get<std::vector<std::string>>("faults");
   s.count_host_syncs = d.get<bool>("count_host_syncs");
   s.count_wire_bytes = d.get<bool>("count_wire_bytes");
   return s;
@@ -90,6 +91,7 @@ DistributedSettings DistributedSettings::from(const Options& d) {
   s.rendezvous_timeout_s = d.get<double>("rendezvous_timeout_s");
   s.collective_timeout_s = d.get<double>("collective_timeout_s");
   s.hang_warning_s = d.get<double>("hang_warning_s");
+  s.flight_recorder_ops = d.get<int64_t>("flight_recorder_ops");
   s.bind_cores = d.get<bool>("bind_cores");
   return s;
 }

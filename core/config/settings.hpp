@@ -81,12 +81,14 @@ struct DebugSettings {
   double slow_ms = 0.0;
   int64_t slow_rank = 0;
   bool count_host_syncs = false, count_wire_bytes = false;
+  std::vector<std::string> faults;  // as written (debug/fault_plan.hpp parses them)
 
   static DebugSettings from(const Options& debug);
 };
 
 struct DistributedSettings {
   double rendezvous_timeout_s = 0.0, collective_timeout_s = 0.0, hang_warning_s = 0.0;
+  int64_t flight_recorder_ops = 0;
   bool bind_cores = false;
 
   static DistributedSettings from(const Options& distributed);

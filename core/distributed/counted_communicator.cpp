@@ -1,7 +1,9 @@
 #include "distributed/counted_communicator.hpp"
 
 #include <cstdio>
+#include <functional>
 
+#include "debug/fault_injector.hpp"
 #include "plait/sdk/error.hpp"
 #include "timing/phase_clock.hpp"
 #include "timing/trace_recorder.hpp"
@@ -33,12 +35,33 @@ struct TracedOp {
   }
 };
 
+// The dtype as configs and reports name it (c10's own names are "Float", "Double", ...).
+const char* dtype_name(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "float32";
+    case at::kDouble: return "float64";
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kByte: return "uint8";
+    case at::kBool: return "bool";
+    default: return c10::toString(type);
+  }
+}
+
+// Its place in the flight recorder's ring.
+struct FlightMark {
+  FlightRecorder* recorder = nullptr;
+  uint64_t handle = 0;
+};
+
 class CountedWork final : public Work {
  public:
   CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string key, std::string description,
-              bool on_cpu, TracedOp traced)
+              bool on_cpu, TracedOp traced, FlightMark flight)
       : inner_(std::move(inner)), id_(id), stats_(stats), key_(std::move(key)), description_(std::move(description)),
-        on_cpu_(on_cpu), traced_(std::move(traced)) {}
+        on_cpu_(on_cpu), traced_(std::move(traced)), flight_(flight) {}
   ~CountedWork() override { traced_.done(); }
 
   bool is_completed() override {
@@ -46,6 +69,7 @@ class CountedWork final : public Work {
     if (done) {
       stats_.complete(id_, inner_->device_seconds());
       traced_.done();
+      flight_.recorder->completed(flight_.handle);
     }
     return done;
   }
@@ -56,16 +80,19 @@ class CountedWork final : public Work {
   void wait(std::chrono::milliseconds timeout) override {
     const PhaseScope exposed(Phase::comm_exposed, key_);
     const auto started = std::chrono::steady_clock::now();
+    flight_.recorder->started(flight_.handle);
     try {
       inner_->wait(timeout);
     } catch (const std::exception& e) {
       stats_.complete(id_);
       traced_.done();
+      flight_.recorder->failed(flight_.handle);
       throw Error(concat(description_, " failed: ", e.what()),
                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
     }
     const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     traced_.done();  // what the host saw: on a GPU the kernel may still run
+    flight_.recorder->completed(flight_.handle);
     // A CPU operation is done when its wait returns, whatever its Work says (gloo's
     // reduce-scatter reports itself incomplete for a while after).
     if (on_cpu_) {
@@ -87,36 +114,39 @@ class CountedWork final : public Work {
   std::string description_;
   bool on_cpu_;
   TracedOp traced_;
+  FlightMark flight_;
 };
 
 class CountedCommunicator final : public Communicator {
  public:
   CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, std::vector<int> ranks,
-                      CommStats& stats, bool on_cpu)
+                      CommStats& stats, FlightRecorder& flight, bool on_cpu)
       : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), ranks_(std::move(ranks)),
-        stats_(stats), on_cpu_(on_cpu) {}
+        stats_(stats), flight_(flight), on_cpu_(on_cpu) {
+    flight_.add_group(group_, ranks_);
+  }
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string backend() const override { return inner_->backend(); }
 
   std::shared_ptr<Work> all_reduce(at::Tensor& t, const AllReduceOptions& o) override {
-    return run("all_reduce", bytes(t), o.tag, [&] { return inner_->all_reduce(t, o); });
+    return run("all_reduce", t, bytes(t), o.tag, [&] { return inner_->all_reduce(t, o); });
   }
   std::shared_ptr<Work> reduce_scatter(at::Tensor& out, const at::Tensor& in, const ReduceScatterOptions& o) override {
-    return run("reduce_scatter", bytes(in), o.tag, [&] { return inner_->reduce_scatter(out, in, o); });
+    return run("reduce_scatter", in, bytes(in), o.tag, [&] { return inner_->reduce_scatter(out, in, o); });
   }
   std::shared_ptr<Work> all_gather(at::Tensor& out, const at::Tensor& in, const CommOptions& o) override {
-    return run("all_gather", bytes(out), o.tag, [&] { return inner_->all_gather(out, in, o); });
+    return run("all_gather", out, bytes(out), o.tag, [&] { return inner_->all_gather(out, in, o); });
   }
   std::shared_ptr<Work> broadcast(at::Tensor& t, const BroadcastOptions& o) override {
-    return run("broadcast", bytes(t), o.tag, [&] { return inner_->broadcast(t, o); });
+    return run("broadcast", t, bytes(t), o.tag, [&] { return inner_->broadcast(t, o); });
   }
   std::shared_ptr<Work> send(const at::Tensor& t, const PointToPointOptions& o) override {
-    return run("send", bytes(t), o.tag, [&] { return inner_->send(t, o); }, &o);
+    return run("send", t, bytes(t), o.tag, [&] { return inner_->send(t, o); }, &o);
   }
   std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
-    return run("recv", bytes(t), o.tag, [&] { return inner_->recv(t, o); }, &o);
+    return run("recv", t, bytes(t), o.tag, [&] { return inner_->recv(t, o); }, &o);
   }
   // Each operation of the group is counted as its own, all issued by the one call.
   std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
@@ -139,13 +169,13 @@ class CountedCommunicator final : public Communicator {
     std::vector<std::shared_ptr<Work>> works;
     for (std::size_t k = 0; k < ops.size(); ++k) {
       const bool is_send = ops[k].kind == PointToPoint::Kind::send;
-      works.push_back(run(is_send ? "send" : "recv", bytes(ops[k].tensor), ops[k].options.tag,
+      works.push_back(run(is_send ? "send" : "recv", ops[k].tensor, bytes(ops[k].tensor), ops[k].options.tag,
                           [&] { return issued[k]; }, &ops[k].options, /*already_issued=*/true));
     }
     return works;
   }
   std::shared_ptr<Work> barrier(const CommOptions& o) override {
-    return run("barrier", 0, o.tag, [&] { return inner_->barrier(o); });
+    return run("barrier", at::Tensor(), 0, o.tag, [&] { return inner_->barrier(o); });
   }
 
  private:
@@ -175,18 +205,60 @@ class CountedCommunicator final : public Communicator {
     return t;
   }
 
+  // What the flight recorder keeps of it; the number comes from the recorder.
+  FlightOp flight_op(const char* op, const at::Tensor& t, int64_t payload, const OpTag& tag,
+                     const PointToPointOptions* p2p) const {
+    FlightOp f;
+    f.group = group_;
+    f.op = op;
+    f.dtype = t.defined() ? dtype_name(t.scalar_type()) : "";
+    f.bytes = payload;
+    if (p2p != nullptr) f.peer = ranks_.at(static_cast<std::size_t>(p2p->peer));
+    f.plugin = tag.plugin;
+    f.phase = tag.phase;
+    f.unit = tag.unit;
+    f.microbatch = tag.microbatch;
+    return f;
+  }
+
+  // [debug] faults: an abort fails every operation; kill, hang and the like strike before
+  // the collective they name; a mismatch returns the smaller tensor to issue instead.
+  at::Tensor injected_fault(FaultInjector& faults, const at::Tensor& t, const PointToPointOptions* p2p) const {
+    PLAIT_CHECK(faults.aborted().empty(),
+                concat("rank ", ranks_.at(static_cast<std::size_t>(inner_->rank())), "'s communicator for group ", group_,
+                       " was torn down (injected fault '", faults.aborted(), "')"),
+                "a fault of [debug] faults or PLAIT_FAULTS did this on purpose");
+    if (p2p != nullptr || !faults.at_collective(group_, collectives_)) return {};
+    const at::TensorOptions options = t.defined() ? t.options() : at::TensorOptions(at::kFloat);
+    return at::zeros({std::max<int64_t>(1, (t.defined() ? t.numel() : 2) / 2)}, options);
+  }
+
   template <class Issue>
-  std::shared_ptr<Work> run(const char* op, int64_t payload, const OpTag& tag, Issue&& issue,
-                            const PointToPointOptions* p2p = nullptr, bool already_issued = false) {
+  std::shared_ptr<Work> run(const char* op, const at::Tensor& t, int64_t payload, const OpTag& tag, Issue&& issue,
+                            const PointToPointOptions* p2p = nullptr, bool already_issued = false, bool counted = false) {
+    if (p2p == nullptr && !counted) ++collectives_;
+    FaultInjector* faults = counted ? nullptr : process_faults();
+    if (at::Tensor half = faults ? injected_fault(*faults, t, p2p) : at::Tensor(); half.defined()) {
+      // A mismatch: an all-reduce of half the size goes out instead, numbered as this one.
+      // (One type for its issue, not a lambda of each instantiation: that would recurse.)
+      const std::function<std::shared_ptr<Work>()> issue_half = [this, half]() mutable {
+        return inner_->all_reduce(half, {});
+      };
+      return run("all_reduce", half, bytes(half), tag, issue_half, nullptr, false, /*counted=*/true);
+    }
     const std::string description =
         concat(op, " of ", human_bytes(payload), " on group ", group_, " for ", describe_tag(tag));
     std::shared_ptr<Work> work;
     if (!already_issued) stats_.before_issue();
+    // Numbered before the backend sees it: a rank stuck inside the issue has entered it.
+    const FlightMark flight{&flight_, flight_.issued(flight_op(op, t, payload, tag, p2p))};
     try {
       work = issue();
     } catch (const Error&) {
+      flight_.failed(flight.handle);
       throw;
     } catch (const std::exception& e) {
+      flight_.failed(flight.handle);
       throw Error(concat(description, " could not start: ", e.what()), "");
     }
     std::weak_ptr<Work> weak = work;
@@ -197,23 +269,25 @@ class CountedCommunicator final : public Communicator {
                                        return !w || w->is_completed();
                                      });
     return std::make_shared<CountedWork>(std::move(work), id, stats_, concat(axis_, ".", op), description, on_cpu_,
-                                         trace(op, payload, tag, p2p));
+                                         trace(op, payload, tag, p2p), flight);
   }
 
   std::shared_ptr<Communicator> inner_;
   std::string axis_, group_;
   std::vector<int> ranks_;
   CommStats& stats_;
+  FlightRecorder& flight_;
   bool on_cpu_;
+  uint64_t collectives_ = 0;  // issued on this group: the flight recorder's numbering
 };
 
 }  // namespace
 
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
-                                           const std::string& device) {
+                                           FlightRecorder& flight, const std::string& device) {
   return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), std::move(ranks),
-                                               stats, device.rfind("cpu", 0) == 0);
+                                               stats, flight, device.rfind("cpu", 0) == 0);
 }
 
 }  // namespace plait

@@ -1,12 +1,14 @@
 #pragma once
 // Wraps a comm plugin's Communicator so that every operation is counted (CommStats),
 // described by its tag, and its failure or timeout names the group and who asked.
+// Every operation is kept in the rank's flight recorder too, numbered per group.
 // Plugins cannot forget to count: the core hands out only wrapped communicators.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "distributed/comm_stats.hpp"
+#include "distributed/flight_recorder.hpp"
 #include "plait/sdk/communicator.hpp"
 
 namespace plait {
@@ -16,6 +18,6 @@ namespace plait {
 // done when its wait returns, on a GPU it may still be running.
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
-                                           const std::string& device);
+                                           FlightRecorder& flight, const std::string& device);
 
 }  // namespace plait

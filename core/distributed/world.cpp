@@ -14,7 +14,7 @@ std::unique_ptr<World> World::join(const WorkerEnv& env, std::unique_ptr<JobStor
               concat("[parallel] dp ", shape.dp, " x pp ", shape.pp, " x tp ", shape.tp, " = ", shape.world(),
                      " but WORLD_SIZE is ", env.world_size),
               "make the degrees multiply to the number of processes, or use -1 for one of them");
-  std::unique_ptr<World> world(new World(Mesh(shape, env.rank)));
+  std::unique_ptr<World> world(new World(Mesh(shape, env.rank), settings.flight_recorder_ops));
   world->backend_ = &backend;
   world->master_addr_ = env.master_addr;
   world->device_ = device;
@@ -54,7 +54,7 @@ std::shared_ptr<Communicator> World::connect(const std::string& axis, const std:
                 "check that every rank started and can reach the others (firewall, interface)");
   }
   group_info_.push_back({name, axis, inner->backend(), ranks});
-  return make_counted(std::move(inner), axis, name, ranks, stats_, spec.device);
+  return make_counted(std::move(inner), axis, name, ranks, stats_, flight_, spec.device);
 }
 
 Communicator* World::subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members) {
@@ -110,7 +110,8 @@ World::~World() {
 void World::watch(std::chrono::milliseconds hang_warning, Logger* log) {
   bool published = false;
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!stop_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+  while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {
+    if (take_flight_signal()) write_process_flight_record("it got SIGUSR1 (plait debug, or a user)");
     stats_.settle();  // GPU operations waited for, now done on the device
     const auto overdue = stats_.newly_overdue(hang_warning);
     for (const auto& op : overdue) log->warn("rank ", rank(), " is still waiting: ", op);

@@ -1,8 +1,9 @@
 #pragma once
 // This process's place in the job: its mesh coordinates and one counted communicator
-// per mesh axis (and one over all ranks), built by the chosen comm plugin. A watchdog
-// logs operations that stay in flight too long and publishes them to the job's store,
-// so a launcher's failure report can say where each rank was waiting.
+// per mesh axis (and one over all ranks), built by the chosen comm plugin, each keeping
+// its operations in the rank's flight recorder. A watchdog logs operations that stay in
+// flight too long and publishes them to the job's store, so a launcher's failure report
+// can say where each rank was waiting, and writes the flight record on SIGUSR1.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "distributed/comm_stats.hpp"
+#include "distributed/flight_recorder.hpp"
 #include "distributed/mesh.hpp"
 #include "distributed/rendezvous.hpp"
 #include "plait/sdk/comm_backend.hpp"
@@ -22,6 +24,7 @@ struct DistSettings {
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};
   std::chrono::milliseconds collective_timeout{std::chrono::seconds(300)};
   std::chrono::milliseconds hang_warning{std::chrono::seconds(60)};
+  std::size_t flight_recorder_ops = 4096;  // the last operations each rank keeps
 };
 
 class World {
@@ -42,6 +45,7 @@ class World {
   // Every rank, or null in a one-process world.
   Communicator* all() const { return all_.get(); }
   CommStats& stats() { return stats_; }
+  FlightRecorder& flight() { return flight_; }
   // A smaller group of an axis's members (collective over the axis group, see GroupMaker).
   Communicator* subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members);
   // The same, as the SDK's GroupMaker for one axis; null when the axis has one member.
@@ -55,13 +59,14 @@ class World {
   const std::vector<GroupInfo>& groups() const { return group_info_; }
 
  private:
-  World(Mesh mesh) : mesh_(std::move(mesh)) {}
+  World(Mesh mesh, std::size_t flight_ops = 1) : mesh_(std::move(mesh)), flight_(flight_ops) {}
   std::shared_ptr<Communicator> connect(const std::string& axis, const std::string& name, const std::vector<int>& ranks);
   void watch(std::chrono::milliseconds hang_warning, Logger* log);
 
   Mesh mesh_;
   std::unique_ptr<JobStore> store_;
   CommStats stats_;
+  FlightRecorder flight_;
   std::shared_ptr<Communicator> groups_[3];
   std::shared_ptr<Communicator> all_;
   std::vector<std::shared_ptr<Communicator>> subgroups_;

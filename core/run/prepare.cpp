@@ -67,7 +67,8 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_data(config.table("data"), run.model, config.table("model"), run.mesh.dp, scan_data);
   const DistributedSettings& dist = config.distributed();
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };
-  run.dist = {ms(dist.rendezvous_timeout_s), ms(dist.collective_timeout_s), ms(dist.hang_warning_s)};
+  run.dist = {ms(dist.rendezvous_timeout_s), ms(dist.collective_timeout_s), ms(dist.hang_warning_s),
+              static_cast<std::size_t>(dist.flight_recorder_ops)};
   return run;
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "distributed/flight_recorder.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/run_status.hpp"
 
@@ -62,6 +63,7 @@ void watch(StopNotice notice) {
     }
   }
   if (!launcher_gone) write_all(STDERR_FILENO, "error: " + line + "\n");
+  write_process_flight_record(line);
   // Under plait's launcher the launcher writes how the run ended, unless it is the one that died.
   if (!notice.status_folder.empty() && (launcher_gone || !notice.launcher_parent)) {
     try {

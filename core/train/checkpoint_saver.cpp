@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
+#include "debug/fault_injector.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "model/hf_format.hpp"
@@ -149,6 +150,11 @@ void CheckpointSaver::write(const Job& job) {
   World& world = *plan_.world;
   const auto start = std::chrono::steady_clock::now();
   const checkpoint::RankShard shard = checkpoint::write_rank_shard(job.staging, world.rank(), job.parts);
+  if (process_faults() && process_faults()->corrupts(job.progress.step)) {  // [debug] faults: corrupt
+    const bool flipped = flip_byte((job.staging / shard.file).string());
+    core_log().warn("rank ", world.rank(), ": injected fault: ", flipped ? "flipped a byte of " : "could not flip a byte of ",
+                    shard.file, " in the checkpoint of step ", job.progress.step);
+  }
   if (world.rank() == 0) return commit(job, shard, seconds_since(start));
   world.store()->set(concat("checkpoint/", job.progress.step, "/rank-", world.rank()), checkpoint::shard_to_json(shard).dump());
 }

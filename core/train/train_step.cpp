@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "data/make_sampler.hpp"
+#include "debug/fault_injector.hpp"
 #include "timing/phase_clock.hpp"
 #include "train/step_report.hpp"
 
@@ -49,9 +50,11 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
     batches = next_batches();
     tokens = global_tokens(batches);
   }
-  if (slow_ms_ > 0.0) {  // [debug] slow_ms: a straggler's extra compute
+  // [debug] slow_ms and slow faults: a straggler's extra compute; the other faults strike here.
+  const double slow_ms = slow_ms_ + (process_faults() ? process_faults()->at_step(step) : 0.0);
+  if (slow_ms > 0.0) {
     const PhaseScope timed(Phase::forward);
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms_));
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
   }
   StepRequests requests = dumps_.requests(step);
   requests.time_span = is_logged_step(step, log_every_, steps_);

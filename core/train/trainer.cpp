@@ -95,6 +95,7 @@ RunSummary train(const RunPlan& plan) {
   if (plan.config->train().phase_timing) clock.install();
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     reset_rank_memory_peak(rank->device);
+    plan.world->flight().set_step(step);
     tracer.before(step);
     StepOutcome out = runner.run(step, guard.updates(), [&] { saver.before_update(); });
     out.time = clock.lap();

@@ -1,0 +1,93 @@
+#include "debug/fault_injector.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "log/logging.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+FaultInjector::FaultInjector(const std::vector<FaultSpec>& faults, int rank) : rank_(rank) {
+  for (const auto& f : faults) {
+    if (f.rank == rank) faults_.push_back(f);
+  }
+  std::string list;
+  for (const auto& f : faults_) list += (list.empty() ? "'" : ", '") + f.text + "'";
+  if (!list.empty()) core_log().warn("rank ", rank, " will inject faults ([debug] faults, PLAIT_FAULTS): ", list);
+}
+
+void FaultInjector::strike(const FaultSpec& fault, const std::string& where) {
+  // The line goes to stderr first: the rank's log is what tells the fault from a real one.
+  core_log().warn("rank ", rank_, ": injecting fault '", fault.text, "' ", where);
+  flush_logs();
+  switch (fault.kind) {
+    case FaultKind::kill: ::raise(SIGKILL); break;
+    case FaultKind::segv: ::raise(SIGSEGV); break;  // as a crash would: the crash handler writes the record
+    case FaultKind::exit: std::_Exit(1);
+    case FaultKind::hang:
+      // No progress, but the rank's threads still answer signals (a stop, SIGUSR1).
+      while (true) std::this_thread::sleep_for(std::chrono::hours(1));
+    case FaultKind::abort: aborted_ = fault.text; break;
+    default: break;
+  }
+}
+
+double FaultInjector::at_step(int64_t step) {
+  double slow_ms = 0.0;
+  for (const auto& f : faults_) {
+    if (f.kind == FaultKind::slow) {
+      if (step >= f.step) slow_ms += f.ms;
+    } else if (f.op == 0 && f.step == step && f.kind != FaultKind::corrupt && f.kind != FaultKind::mismatch) {
+      strike(f, concat("at the start of step ", step));
+    }
+  }
+  return slow_ms;
+}
+
+bool FaultInjector::at_collective(const std::string& group, uint64_t seq) {
+  bool mismatch = false;
+  for (const auto& f : faults_) {
+    if (f.op != seq || f.group != group) continue;
+    if (f.kind == FaultKind::mismatch) {
+      core_log().warn("rank ", rank_, ": injecting fault '", f.text, "': collective #", seq, " on ", group,
+                      " goes out with half its size");
+      mismatch = true;
+    } else {
+      strike(f, concat("before collective #", seq, " on group ", group));
+    }
+  }
+  return mismatch;
+}
+
+bool FaultInjector::corrupts(int64_t step) const {
+  for (const auto& f : faults_) {
+    if (f.kind == FaultKind::corrupt && f.step == step) return true;
+  }
+  return false;
+}
+
+namespace {
+FaultInjector* g_faults = nullptr;
+}
+
+void set_process_faults(FaultInjector* faults) { g_faults = faults; }
+FaultInjector* process_faults() { return g_faults; }
+
+bool flip_byte(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  const off_t at = size / 2;
+  unsigned char byte = 0;
+  const bool ok = size > 0 && ::pread(fd, &byte, 1, at) == 1 && (byte ^= 0xff, ::pwrite(fd, &byte, 1, at) == 1);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace plait

@@ -1,0 +1,60 @@
+#pragma once
+// This rank's share of the injected faults (debug/fault_plan.hpp), acted on where they
+// strike: at a step's start (StepRunner), before a collective is issued (the counted
+// communicator), after a checkpoint is written (the saver). A process with no faults has
+// no injector, and the hooks cost a null check.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "debug/fault_plan.hpp"
+
+namespace plait {
+
+class FaultInjector {
+ public:
+  // Keeps the faults of `rank`, and says in the rank's log which they are.
+  FaultInjector(const std::vector<FaultSpec>& faults, int rank);
+  bool empty() const { return faults_.empty(); }
+
+  // At the start of `step`: kill, segv, exit and hang strike here; abort tears the
+  // communicators down. Returns the milliseconds a slow fault adds to this step.
+  double at_step(int64_t step);
+  // Before collective #seq on `group` is issued: kill, segv, exit and hang strike here;
+  // true when it must go out with half its size (a mismatch).
+  bool at_collective(const std::string& group, uint64_t seq);
+  // After an abort: every operation fails.
+  const std::string& aborted() const { return aborted_; }
+  // The file of the checkpoint of `step` this rank wrote gets a byte flipped.
+  bool corrupts(int64_t step) const;
+
+ private:
+  void strike(const FaultSpec& fault, const std::string& where);
+
+  std::vector<FaultSpec> faults_;
+  int rank_ = 0;
+  std::string aborted_;  // the abort fault, once it struck
+};
+
+// The injector of this process (null: no faults), set once by the rank.
+void set_process_faults(FaultInjector* faults);
+FaultInjector* process_faults();
+
+// The rank's injector, the process's while it lives (none when the rank has no faults).
+class ProcessFaults {
+ public:
+  ProcessFaults(const std::vector<FaultSpec>& faults, int rank) : injector_(faults, rank) {
+    if (!injector_.empty()) set_process_faults(&injector_);
+  }
+  ~ProcessFaults() { set_process_faults(nullptr); }
+  ProcessFaults(const ProcessFaults&) = delete;
+  ProcessFaults& operator=(const ProcessFaults&) = delete;
+
+ private:
+  FaultInjector injector_;
+};
+
+// Flips the bits of one byte in the middle of `path` (a corrupt fault); false if it could not.
+bool flip_byte(const std::string& path);
+
+}  // namespace plait

@@ -1,0 +1,122 @@
+#include "debug/fault_plan.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "plait/sdk/error.hpp"
+#include "util/did_you_mean.hpp"
+
+namespace plait {
+namespace {
+
+const std::map<std::string, FaultKind>& kinds() {
+  static const std::map<std::string, FaultKind> k = {
+      {"kill", FaultKind::kill},   {"segv", FaultKind::segv},         {"exit", FaultKind::exit},
+      {"hang", FaultKind::hang},   {"slow", FaultKind::slow},         {"mismatch", FaultKind::mismatch},
+      {"abort", FaultKind::abort}, {"corrupt", FaultKind::corrupt}};
+  return k;
+}
+
+int64_t whole_number(const std::string& text, const std::string& key, const std::string& bad) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  PLAIT_CHECK(!text.empty() && *end == '\0' && v >= 0, concat(bad, key, "=", text, " is not a whole number"),
+              concat("write ", key, "=<number>"));
+  return v;
+}
+
+FaultSpec parse_one(const std::string& text, const std::string& place) {
+  const std::string bad = concat(place, ": fault '", text, "': ");
+  const std::string form = "write \"<kind> rank=R step=S\" or \"<kind> rank=R op=GROUP#N\" (slow: ms=M too)";
+  std::istringstream words(text);
+  std::string kind;
+  words >> kind;
+  std::vector<std::string> names;
+  for (const auto& [name, k] : kinds()) names.push_back(name);
+  const auto it = kinds().find(kind);
+  PLAIT_CHECK(it != kinds().end(), concat(bad, "'", kind, "' is not a fault", did_you_mean(kind, names)),
+              concat("the kinds are kill, segv, exit, hang, slow, mismatch, abort and corrupt; ", form));
+  FaultSpec f;
+  f.kind = it->second;
+  f.text = text;
+  f.place = place;
+  bool has_rank = false;
+  for (std::string word; words >> word;) {
+    const auto eq = word.find('=');
+    PLAIT_CHECK(eq != std::string::npos, concat(bad, "'", word, "' is not key=value"), form);
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    if (key == "rank") {
+      f.rank = static_cast<int>(whole_number(value, key, bad));
+      has_rank = true;
+    } else if (key == "step") {
+      f.step = whole_number(value, key, bad);
+      PLAIT_CHECK(f.step >= 1, concat(bad, "step=0 is not a step (steps count from 1)"), form);
+    } else if (key == "op") {
+      const auto hash = value.find('#');
+      PLAIT_CHECK(hash != std::string::npos && hash > 0, concat(bad, "op=", value, " does not name GROUP#N"),
+                  "write op=dp.0#12: the 12th collective on group dp.0 (plait debug and flight/rank-<r>.json number them)");
+      f.group = value.substr(0, hash);
+      f.op = static_cast<uint64_t>(whole_number(value.substr(hash + 1), "op's number", bad));
+      PLAIT_CHECK(f.op >= 1, concat(bad, "op numbers count from 1"), form);
+    } else if (key == "ms") {
+      char* end = nullptr;
+      f.ms = std::strtod(value.c_str(), &end);
+      PLAIT_CHECK(!value.empty() && *end == '\0' && f.ms > 0, concat(bad, "ms=", value, " is not a positive number"), form);
+    } else {
+      throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms"})),
+                  form);
+    }
+  }
+  PLAIT_CHECK(has_rank || f.kind == FaultKind::corrupt, concat(bad, "it names no rank"), form);
+  if (f.kind == FaultKind::slow) {
+    PLAIT_CHECK(f.ms > 0, concat(bad, "a slow fault needs ms=M, the milliseconds to add to each step"), form);
+    PLAIT_CHECK(f.op == 0, concat(bad, "a slow fault is per step: it takes step=S, not op="), form);
+    if (f.step == 0) f.step = 1;
+  } else {
+    PLAIT_CHECK(f.ms == 0, concat(bad, "ms= belongs to slow faults only"), form);
+    PLAIT_CHECK((f.step > 0) != (f.op > 0), concat(bad, f.step > 0 ? "it names both a step and an op" : "it names neither a step nor an op"),
+                form);
+  }
+  PLAIT_CHECK(f.kind != FaultKind::mismatch || f.op > 0, concat(bad, "a mismatch is of one collective: it takes op=GROUP#N"),
+              "write op=dp.0#12");
+  PLAIT_CHECK(f.kind != FaultKind::corrupt || f.step > 0,
+              concat(bad, "corrupt spoils the checkpoint of a step: it takes step=S"), "write corrupt rank=0 step=4");
+  return f;
+}
+
+}  // namespace
+
+std::vector<FaultSpec> parse_faults(const std::vector<std::string>& specs, const std::string& place) {
+  std::vector<FaultSpec> out;
+  for (const auto& s : specs) out.push_back(parse_one(s, place));
+  return out;
+}
+
+void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps) {
+  for (const auto& f : faults) {
+    PLAIT_CHECK(f.rank < world_size,
+                concat(f.place, ": fault '", f.text, "' is on rank ", f.rank, ", which this job does not have (", world_size,
+                       " ranks)"),
+                concat("choose a rank from 0 to ", world_size - 1));
+    PLAIT_CHECK(f.step <= steps,
+                concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", past the run's last step (", steps,
+                       "): it would never happen"),
+                concat("choose a step from 1 to ", steps));
+  }
+}
+
+std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place) {
+  std::vector<FaultSpec> out = parse_faults(from_config, config_place);
+  if (const char* env = std::getenv("PLAIT_FAULTS"); env != nullptr && *env != '\0') {
+    std::vector<std::string> specs;
+    std::istringstream in(env);
+    for (std::string one; std::getline(in, one, ';');) {
+      if (one.find_first_not_of(' ') != std::string::npos) specs.push_back(one);
+    }
+    for (auto& f : parse_faults(specs, "PLAIT_FAULTS")) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace plait

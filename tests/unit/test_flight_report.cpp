@@ -1,0 +1,163 @@
+// The flight report on records made by hand: the rank that never entered a collective
+// (and the one a chain of waiting ranks leads to), a rank that wrote nothing, ranks that
+// disagree at one number, a send that meets a send, and a straggler.
+#include <catch2/catch.hpp>
+
+#include "debug/flight_report.hpp"
+
+using namespace plait;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr int64_t kSecond = 1'000'000;
+
+FlightRecordOp collective(const std::string& group, uint64_t seq, const std::string& state, int64_t issued_us,
+                          int64_t bytes = 4096) {
+  FlightRecordOp op;
+  op.group = group;
+  op.seq = seq;
+  op.op = "all_reduce";
+  op.dtype = "float32";
+  op.bytes = bytes;
+  op.plugin = "ddp";
+  op.phase = "grad-sync";
+  op.unit = "bucket 0";
+  op.step = 3;
+  op.state = state;
+  op.issued_us = issued_us;
+  return op;
+}
+
+// A rank of a dp 4 job whose last collective on dp.0 is `entered`, the last one pending unless `done`.
+RankFlightRecord rank_at(int rank, uint64_t entered, bool done, int64_t written_us = 40 * kSecond) {
+  RankFlightRecord r;
+  r.rank = rank;
+  r.step = 3;
+  r.written_us = written_us;
+  r.groups["dp.0"] = {{0, 1, 2, 3}, entered, {}};
+  for (uint64_t s = 1; s <= entered; ++s) {
+    r.ops.push_back(collective("dp.0", s, s < entered || done ? "completed" : "started", 10 * kSecond + s));
+  }
+  return r;
+}
+
+FlightRecords records_of(std::vector<RankFlightRecord> ranks) {
+  FlightRecords out;
+  for (auto& r : ranks) out.ranks[r.rank] = std::move(r);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a rank that never entered the collective the others wait in is named with the op, its number and tag",
+          "[debug]") {
+  const FlightRecords records =
+      records_of({rank_at(0, 12, false), rank_at(1, 12, false), rank_at(2, 11, true), rank_at(3, 12, false)});
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("rank 2 never entered all_reduce #12 on group dp.0 — ddp grad-sync bucket 0, step 3, "
+                                 "4.0 KiB of float32 — ranks 0, 1, 3 waited 30 s") &&
+                            Contains("rank 2 was at step 3, in no operation; its last on dp.0 was all_reduce #11 on "
+                                     "group dp.0, completed"));
+  CHECK(f.desync.empty());
+  CHECK(f.silent.empty());
+  CHECK_THAT(flight_paragraph(records, f, 4), Contains("Flight records of ranks 0–3: rank 2 never entered"));
+}
+
+TEST_CASE("a rank with no record is the one that held the others up, and the paragraph says it wrote none", "[debug]") {
+  const FlightRecords records = records_of({rank_at(0, 7, false), rank_at(1, 7, false), rank_at(3, 7, false)});
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("rank 2 held up all_reduce #7 on group dp.0") &&
+                            Contains("rank 2 wrote no flight record (killed, or stopped)"));
+  CHECK(f.silent == std::vector<int>{2});
+  CHECK_THAT(flight_paragraph(records, f, 4), Contains("No record from rank 2"));
+}
+
+TEST_CASE("a chain of waiting ranks is followed to the rank that waits on no one", "[debug]") {
+  // Ranks 0 and 1 wait on dp.0 for rank 3, which waits on group tp.1 for rank 2, which does nothing.
+  FlightRecords records = records_of({rank_at(0, 5, false), rank_at(1, 5, false), rank_at(2, 4, true), rank_at(3, 4, true)});
+  for (int r : {2, 3}) records.ranks[r].groups["tp.1"] = {{2, 3}, r == 3 ? 2u : 1u, {}};
+  records.ranks[3].ops.push_back(collective("tp.1", 1, "completed", 11 * kSecond));
+  records.ranks[3].ops.push_back(collective("tp.1", 2, "started", 12 * kSecond));
+  records.ranks[2].ops.push_back(collective("tp.1", 1, "completed", 11 * kSecond));
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("rank 2 never entered all_reduce #2 on group tp.1") && Contains("rank 3 waited") &&
+                            Contains("(rank 0 waited on rank 3 in all_reduce #5 on group dp.0)"));
+}
+
+TEST_CASE("ranks that disagree on a collective's size at the same number are a desync, named by both sides", "[debug]") {
+  FlightRecords records = records_of({rank_at(0, 5, false), rank_at(1, 5, false), rank_at(2, 5, false), rank_at(3, 5, false)});
+  records.ranks[1].ops.back().bytes = 2048;
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.desync.size() == 1);
+  CHECK_THAT(f.desync[0], Contains("the ranks disagree at collective #5 on group dp.0: ") &&
+                              Contains("ranks 0, 2, 3 issued all_reduce with 4.0 KiB of float32") &&
+                              Contains("rank 1 issued all_reduce with 2.0 KiB of float32") && Contains("a desync"));
+}
+
+TEST_CASE("a send that meets a send at the same number between two ranks is a desync", "[debug]") {
+  FlightRecords records;
+  for (int r : {0, 1}) {
+    RankFlightRecord rec;
+    rec.rank = r;
+    rec.groups["pp.0"] = {{0, 1}, 0, {{1 - r, 1}}};
+    FlightRecordOp op = collective("pp.0", 1, "started", 10 * kSecond);
+    op.op = "send";
+    op.peer = 1 - r;
+    rec.ops.push_back(op);
+    records.ranks[r] = rec;
+  }
+  const FlightFindings f = analyse_flight(records, 2);
+  REQUIRE(f.desync.size() == 1);
+  CHECK_THAT(f.desync[0], Contains("rank 0's send #1 to rank 1 on group pp.0") && Contains("met rank 1's send #1 to rank 0"));
+}
+
+TEST_CASE("a rank the others keep waiting for is a straggler, and a wait of a moment is not a hang", "[debug]") {
+  FlightRecords records = records_of({rank_at(0, 20, true), rank_at(1, 20, true), rank_at(2, 20, true), rank_at(3, 20, true)});
+  for (auto& op : records.ranks[3].ops) op.issued_us += 150'000;  // 150 ms behind in every one
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.straggler.size() == 1);
+  CHECK_THAT(f.straggler[0], Contains("rank 3 came last to 20 of the last 20 collectives the others waited in, a median "
+                                      "150 ms after the first: a straggler"));
+  CHECK(f.hang.empty());
+  // Scheduling noise is not a straggler.
+  for (auto& op : records.ranks[3].ops) op.issued_us -= 149'000;
+  CHECK(analyse_flight(records, 4).straggler.empty());
+  // A job caught while the others wait 0.2 s for rank 3 (plait debug on a running job).
+  records.ranks[3].groups["dp.0"].collectives = 19;
+  records.ranks[3].ops.pop_back();
+  for (int r : {0, 1, 2}) {
+    records.ranks[r].ops.back().state = "started";
+    records.ranks[r].written_us = records.ranks[r].ops.back().issued_us + 200'000;
+  }
+  CHECK_THAT(analyse_flight(records, 4).hang[0], Contains("rank 3 never entered all_reduce #20") && !Contains("in flight"));
+  const FlightFindings caught = analyse_flight(records, 4, /*live=*/true);
+  REQUIRE(caught.hang.size() == 1);
+  CHECK_THAT(caught.hang[0], Contains("in flight for 0.2 s, not a hang yet: rank 3 never entered all_reduce #20"));
+}
+
+TEST_CASE("rank lists shorten runs of three or more", "[debug]") {
+  CHECK(rank_list({3, 0, 1, 2}) == "0–3");
+  CHECK(rank_list({0, 1, 3}) == "0, 1, 3");
+  CHECK(rank_list({5, 0, 2, 3, 4}) == "0, 2–5");
+}
+
+TEST_CASE("ranks held up by the same rank in another operation are named beside those of the oldest one", "[debug]") {
+  // Rank 0 waits for rank 1's send (its step report) on group world; ranks 2 and 3 are
+  // already in the next all-reduce on dp.0, which rank 1 never entered either.
+  FlightRecords records = records_of({rank_at(0, 4, true), rank_at(2, 5, false), rank_at(3, 5, false)});
+  for (int r : {0, 2, 3}) records.ranks[r].groups["world"] = {{0, 1, 2, 3}, 0, {}};
+  records.ranks[0].groups["world"].p2p[1] = 9;
+  FlightRecordOp recv = collective("world", 9, "started", 5 * kSecond);
+  recv.op = "recv";
+  recv.peer = 1;
+  records.ranks[0].ops.push_back(recv);
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("rank 1 held up its side of rank 0's recv #9 from rank 1 on group world") &&
+                            Contains("rank 0 waited") &&
+                            Contains("ranks 2, 3 waited for it too, in all_reduce #5 on group dp.0"));
+}
