@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "debug/flight_report.hpp"
+#include "debug/flight_report.hpp"  // rank_list
 #include "debug/flight_summary.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -25,10 +25,9 @@ int debug_run(const DebugArgs& args) {
                 << " s (stopped, or stuck where plait cannot answer); their older records, if any, are used\n";
     }
   }
-  // The job's size: the ranks this node started, or the records' own highest rank.
+  // The job's size: the ranks this node started (summarise_flight adds the records' own).
   int world = 0;
   for (const auto& r : live) world = std::max(world, r.rank + 1);
-  for (const auto& [rank, record] : read_flight_records(args.run).ranks) world = std::max(world, rank + 1);
   const std::string paragraph = summarise_flight(args.run, world, /*live=*/!live.empty());
   PLAIT_CHECK(!paragraph.empty(), concat("plait debug: ", args.run, " has no flight records (flight/rank-<r>.json)"),
               "a rank writes one when it fails, is stopped, or gets SIGUSR1; a one-process run has none");

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -15,6 +16,7 @@ namespace fs = std::filesystem;
 
 std::string summarise_flight(const std::string& run_folder, int world_size, bool live) {
   const FlightRecords records = read_flight_records(run_folder);
+  if (!records.ranks.empty()) world_size = std::max(world_size, records.ranks.rbegin()->first + 1);
   const std::string paragraph = flight_paragraph(records, analyse_flight(records, world_size, live), world_size);
   if (!paragraph.empty()) {
     std::ofstream(fs::path(run_folder) / "flight" / "report.txt") << paragraph << "\n";

@@ -8,7 +8,8 @@
 namespace plait {
 
 // The flight paragraph of a run folder ("" when no rank wrote a record); it is also
-// written to <run folder>/flight/report.txt.
+// written to <run folder>/flight/report.txt. The job has at least `world_size` ranks, and
+// as many as the records' highest rank says.
 std::string summarise_flight(const std::string& run_folder, int world_size, bool live = false);
 
 struct LiveRank {

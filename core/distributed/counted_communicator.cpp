@@ -228,7 +228,7 @@ class CountedCommunicator final : public Communicator {
                 concat("rank ", ranks_.at(static_cast<std::size_t>(inner_->rank())), "'s communicator for group ", group_,
                        " was torn down (injected fault '", faults.aborted(), "')"),
                 "a fault of [debug] faults or PLAIT_FAULTS did this on purpose");
-    if (p2p != nullptr || !faults.at_collective(group_, collectives_)) return {};
+    if (p2p != nullptr || !faults.at_collective(group_, flight_.collectives_on(group_) + 1)) return {};
     const at::TensorOptions options = t.defined() ? t.options() : at::TensorOptions(at::kFloat);
     return at::zeros({std::max<int64_t>(1, (t.defined() ? t.numel() : 2) / 2)}, options);
   }
@@ -236,10 +236,9 @@ class CountedCommunicator final : public Communicator {
   template <class Issue>
   std::shared_ptr<Work> run(const char* op, const at::Tensor& t, int64_t payload, const OpTag& tag, Issue&& issue,
                             const PointToPointOptions* p2p = nullptr, bool already_issued = false, bool counted = false) {
-    if (p2p == nullptr && !counted) ++collectives_;
     FaultInjector* faults = counted ? nullptr : process_faults();
     if (at::Tensor half = faults ? injected_fault(*faults, t, p2p) : at::Tensor(); half.defined()) {
-      // A mismatch: an all-reduce of half the size goes out instead, numbered as this one.
+      // A mismatch: an all-reduce of half the size goes out instead, under this one's number.
       // (One type for its issue, not a lambda of each instantiation: that would recurse.)
       const std::function<std::shared_ptr<Work>()> issue_half = [this, half]() mutable {
         return inner_->all_reduce(half, {});
@@ -278,7 +277,6 @@ class CountedCommunicator final : public Communicator {
   CommStats& stats_;
   FlightRecorder& flight_;
   bool on_cpu_;
-  uint64_t collectives_ = 0;  // issued on this group: the flight recorder's numbering
 };
 
 }  // namespace

@@ -62,6 +62,12 @@ void FlightRecorder::started(uint64_t handle) { mark(handle, FlightState::starte
 void FlightRecorder::completed(uint64_t handle) { mark(handle, FlightState::completed); }
 void FlightRecorder::failed(uint64_t handle) { mark(handle, FlightState::failed); }
 
+uint64_t FlightRecorder::collectives_on(const std::string& group) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = collectives_.find(group);
+  return it == collectives_.end() ? 0 : it->second;
+}
+
 void FlightRecorder::set_step(int64_t step) {
   std::lock_guard<std::mutex> lock(mutex_);
   step_ = step;

@@ -45,6 +45,8 @@ class FlightRecorder {
   void completed(uint64_t handle);
   void failed(uint64_t handle);
   void set_step(int64_t step);
+  // How many collectives were issued on `group` (the next one is this + 1).
+  uint64_t collectives_on(const std::string& group) const;
 
   // The ring as JSON text: rank, reason, the time written, each group's ranks and how many
   // collectives were issued on it (and sends/receives per peer), and the operations
