@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait::checkpoint {
 namespace {
@@ -33,7 +34,8 @@ void write_durably(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-// step-<N> folders under root that hold an index, by step.
+}  // namespace
+
 std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root) {
   std::vector<std::pair<int64_t, fs::path>> out;
   if (!fs::is_directory(root)) return out;
@@ -49,8 +51,6 @@ std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& r
   std::sort(out.begin(), out.end());
   return out;
 }
-
-}  // namespace
 
 std::string step_folder_name(int64_t step) { return concat("step-", step); }
 
@@ -125,6 +125,9 @@ fs::path resolve_checkpoint(const fs::path& path) {
 
 CheckpointIndex read_index(const fs::path& folder) {
   const fs::path path = folder / kIndex;
+  std::error_code ec;
+  PLAIT_CHECK(!fs::exists(path, ec) || fs::is_regular_file(path, ec),
+              concat(path.string(), " is not a file: the checkpoint's index must be one"), "the checkpoint is damaged");
   std::ifstream in(path);
   PLAIT_CHECK(in.good(), concat(folder.string(), " is not a complete checkpoint: it has no index.json"),
               "a save that did not finish leaves no index; resume from an earlier checkpoint");
@@ -132,7 +135,7 @@ CheckpointIndex read_index(const fs::path& folder) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw Error(concat(path.string(), " is not valid JSON: ", e.what()), "the checkpoint is damaged");
+    throw Error(concat(path.string(), " is not valid JSON: ", json_problem(e)), "the checkpoint is damaged");
   }
   return index_from_json(j, path.string());
 }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/checkpoint_index.hpp"
 
@@ -27,6 +29,8 @@ void prune(const fs::path& root, int64_t keep_last);
 // of checkpoints (its newest complete one), or a run folder (its checkpoints/' newest).
 fs::path resolve_checkpoint(const fs::path& path);
 CheckpointIndex read_index(const fs::path& folder);
+// The complete checkpoints (step-<N> with an index) in a folder of checkpoints, oldest first.
+std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root);
 // The complete checkpoint of the highest step in a folder of checkpoints, if any.
 std::optional<fs::path> newest_checkpoint(const fs::path& root);
 

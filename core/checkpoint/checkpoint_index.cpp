@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait::checkpoint {
 namespace {
@@ -100,8 +101,13 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
     }
     for (const auto& [name, t] : j.at("tensors").items()) index.tensors[name] = tensor_from_json(t);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(concat(where, ": the checkpoint index is malformed: ", e.what()), "the checkpoint is damaged");
+    throw Error(concat(where, ": the checkpoint index is malformed: ", json_problem(e)), "the checkpoint is damaged");
   }
+  // A step, token or sample count no run can have would carry on as the learning rate's and the data's position.
+  PLAIT_CHECK(index.step >= 1 && index.tokens >= 0 && index.samples >= 0,
+              concat(where, ": the checkpoint index says step ", index.step, ", ", index.tokens, " tokens, ", index.samples,
+                     " samples, which no run can have saved"),
+              "the checkpoint is damaged; resume from another");
   for (const auto& [name, t] : index.tensors) {
     for (const auto& p : t.parts) {
       PLAIT_CHECK(index.files.count(p.file) == 1,

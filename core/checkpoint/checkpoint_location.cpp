@@ -2,6 +2,10 @@
 
 #include "checkpoint/checkpoint_files.hpp"
 
+#include <fstream>
+
+#include "plait/sdk/error.hpp"
+
 namespace plait::checkpoint {
 namespace fs = std::filesystem;
 
@@ -15,6 +19,50 @@ std::optional<fs::path> resume_source(const Options& checkpoint, const std::stri
   if (checkpoint.get<std::string>("resume") != "auto") return std::nullopt;
   // A restarted job that had saved nothing yet starts afresh.
   return newest_checkpoint(checkpoint_root(checkpoint, run_folder));
+}
+
+namespace {
+
+constexpr const char* kOwner = "owner";
+
+std::string canonical_folder(const std::string& path) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(fs::absolute(path), ec);
+  return (ec ? fs::absolute(path) : c).lexically_normal().string();
+}
+
+}  // namespace
+
+void check_checkpoint_owner(const Options& checkpoint, const std::string& run_folder) {
+  const auto dir = checkpoint.find<std::string>("dir");
+  if (!dir || !fs::is_directory(*dir)) return;
+  const std::string where = checkpoint.where("dir");
+  std::ifstream in(fs::path(*dir) / kOwner);
+  std::string owner;
+  std::getline(in, owner);
+  if (!owner.empty()) {
+    PLAIT_CHECK(canonical_folder(owner) == canonical_folder(run_folder),
+                concat(where, ": [checkpoint] dir ", *dir, " holds the checkpoints of the run in ", owner,
+                       "; a run saves only into its own (its saves would move that run's latest, and keep_last prune its "
+                       "checkpoints)"),
+                concat("choose another [checkpoint] dir; to start from those checkpoints, --resume ", *dir));
+    return;
+  }
+  PLAIT_CHECK(complete_checkpoints(*dir).empty() && !fs::exists(fs::path(*dir) / "latest"),
+              concat(where, ": [checkpoint] dir ", *dir,
+                     " holds checkpoints that no run saving there claims (another run's checkpoints/ folder?)"),
+              concat("choose an empty or new [checkpoint] dir; to start from those checkpoints, --resume ", *dir));
+}
+
+void claim_checkpoints(const Options& checkpoint, const std::string& run_folder) {
+  const auto dir = checkpoint.find<std::string>("dir");
+  if (!dir) return;
+  std::error_code ec;
+  fs::create_directories(*dir, ec);
+  PLAIT_CHECK(!ec, concat(checkpoint.where("dir"), ": cannot create [checkpoint] dir ", *dir, ": ", ec.message()),
+              "choose a folder this user can write");
+  if (fs::exists(fs::path(*dir) / kOwner)) return;
+  std::ofstream(fs::path(*dir) / kOwner) << canonical_folder(run_folder) << "\n";
 }
 
 }  // namespace plait::checkpoint

@@ -214,7 +214,12 @@ std::string first_difference(const std::filesystem::path& a, const std::filesyst
     if (other == rb.index().tensors.end()) return concat(name, " is missing from ", b.string());
     const at::Tensor x = ra.read(name, Region::whole(entry));
     const at::Tensor y = rb.read(name, Region::whole(other->second));
-    if (!at::equal(x, y)) return concat(name, " differs");
+    // Bit for bit: a NaN equals its own bits, and -0 is not +0.
+    const at::Tensor cx = x.contiguous(), cy = y.contiguous();
+    if (cx.scalar_type() != cy.scalar_type() || cx.sizes() != cy.sizes() ||
+        std::memcmp(cx.data_ptr(), cy.data_ptr(), cx.nbytes()) != 0) {
+      return concat(name, " differs");
+    }
   }
   return "";
 }

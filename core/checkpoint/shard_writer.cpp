@@ -4,6 +4,7 @@
 
 #include "io/safetensors.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait::checkpoint {
 
@@ -50,7 +51,7 @@ RankShard shard_from_json(const nlohmann::json& j) {
                    j.at("blocks").get<std::string>()};
     for (const auto& [name, t] : j.at("tensors").items()) shard.tensors[name] = tensor_from_json(t);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(concat("checkpoint: a rank's report of what it saved is malformed: ", e.what()), "");
+    throw Error(concat("checkpoint: a rank's report of what it saved is malformed: ", json_problem(e)), "");
   }
   return shard;
 }

@@ -46,4 +46,15 @@ int checkpoint_verify(const CheckpointArgs& args) {
   return 0;
 }
 
+int checkpoint_diff(const CheckpointDiffArgs& args) {
+  const auto a = checkpoint::resolve_checkpoint(args.a), b = checkpoint::resolve_checkpoint(args.b);
+  const std::string difference = checkpoint::first_difference(a, b);
+  if (difference.empty()) {
+    std::printf("%s and %s hold the same state\n", a.c_str(), b.c_str());
+    return 0;
+  }
+  std::printf("%s and %s differ: %s\n", a.c_str(), b.c_str(), difference.c_str());
+  return 3;
+}
+
 }  // namespace plait::cli

@@ -23,8 +23,9 @@ struct RunArgs {
   std::optional<int> nproc_per_node;
   std::optional<std::string> master_addr;
   std::optional<int> master_port;
+  std::optional<int> max_restarts;  // distributed.max_restarts
 
-  // The --set flags with --steps as one more.
+  // The --set flags with --steps (and the other flags that set config keys) as more.
   std::vector<std::string> overrides() const;
 };
 int run(const RunArgs& args);
@@ -95,6 +96,12 @@ struct CheckpointArgs {
 };
 int checkpoint_inspect(const CheckpointArgs& args);
 int checkpoint_verify(const CheckpointArgs& args);
+// plait checkpoint diff A B: whether two checkpoints hold the same state (every tensor
+// whole, whatever mesh saved them); exit 0 when they do, 3 with the first difference.
+struct CheckpointDiffArgs {
+  std::string a, b;
+};
+int checkpoint_diff(const CheckpointDiffArgs& args);
 
 // plait export PATH --hf DIR [--dtype bfloat16] [--shard-mb N]: a checkpoint's weights as a
 // Hugging Face folder (config.json for GPT2LMHeadModel / LlamaForCausalLM, safetensors).

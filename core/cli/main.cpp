@@ -15,7 +15,7 @@ using namespace plait::cli;
 
 // Numeric flags as typed, converted by plait once CLI11 has parsed the words.
 struct RawRunFlags {
-  std::optional<std::string> steps, nnodes, node_rank, nproc_per_node, master_port;
+  std::optional<std::string> steps, nnodes, node_rank, nproc_per_node, master_port, max_restarts;
 
   void into(RunArgs& args) const {
     constexpr int64_t kMaxInt = 1 << 30;
@@ -28,6 +28,7 @@ struct RawRunFlags {
     args.node_rank = small("--node-rank", node_rank, 0, kMaxInt);
     args.nproc_per_node = small("--nproc-per-node", nproc_per_node, 1, kMaxInt);
     args.master_port = small("--master-port", master_port, 1, 65535);
+    args.max_restarts = small("--max-restarts", max_restarts, 0, 1000);
   }
 };
 
@@ -46,6 +47,26 @@ void add_run_options(CLI::App* cmd, RunArgs& args, RawRunFlags& raw) {
   cmd->add_option("--nproc-per-node", raw.nproc_per_node, "Ranks on each machine (default: the mesh's)");
   cmd->add_option("--master-addr", args.master_addr, "Address of node 0, which hosts the rendezvous store");
   cmd->add_option("--master-port", raw.master_port, "Port of the rendezvous store on node 0");
+  cmd->add_option("--max-restarts", raw.max_restarts,
+                  "Restart the job from its newest sound checkpoint after a fault, at most this many times "
+                  "(overrides distributed.max_restarts)");
+}
+
+// The subcommand the words chose (the deepest), for its --help.
+std::string chosen_command(const CLI::App& app) {
+  std::string words = "plait";
+  const CLI::App* at = &app;
+  while (true) {
+    const auto chosen = at->get_subcommands();
+    if (chosen.empty()) return words;
+    at = chosen.front();
+    words += " " + at->get_name();
+  }
+}
+
+int usage_error(const CLI::App& app, const std::string& message) {
+  std::cerr << "error: " << message << "\n  hint: `" << chosen_command(app) << " --help` lists what it takes\n";
+  return 2;
 }
 
 int report(const std::string& message, const std::string& hint, const std::string& origin, bool verbose) {
@@ -69,7 +90,8 @@ struct Commands {
   ConfigArgs show;
   ScheduleArgs schedule;
   CheckpointArgs inspect_ckpt, verify_ckpt;
-  CLI::App *inspect_ckpt_cmd = nullptr, *verify_ckpt_cmd = nullptr;
+  CheckpointDiffArgs diff_ckpt;
+  CLI::App *inspect_ckpt_cmd = nullptr, *verify_ckpt_cmd = nullptr, *diff_ckpt_cmd = nullptr;
   ExportArgs export_args;
   CompareArgs compare_args;
   CLI::App* compare_cmd = nullptr;
@@ -156,6 +178,10 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.verify_ckpt_cmd = checkpoint_cmd->add_subcommand("verify", "Check every file's size and checksum");
   c.verify_ckpt_cmd->add_option("path", c.verify_ckpt.path, "Checkpoint, folder of checkpoints, or run folder")
       ->required();
+  c.diff_ckpt_cmd = checkpoint_cmd->add_subcommand(
+      "diff", "Whether two checkpoints hold the same state, tensor by tensor (exit 3 and the first difference if not)");
+  c.diff_ckpt_cmd->add_option("a", c.diff_ckpt.a, "Checkpoint, folder of checkpoints, or run folder")->required();
+  c.diff_ckpt_cmd->add_option("b", c.diff_ckpt.b, "Checkpoint, folder of checkpoints, or run folder")->required();
   c.compare_cmd = app.add_subcommand("compare", "Compare runs: config differences, loss agreement, speed, time, memory");
   c.compare_cmd->add_option("runs", c.compare_args.runs, "Two or more run folders, or a sweep folder")->required();
   c.compare_cmd->add_option("--markdown", c.compare_args.markdown, "Also write the report as Markdown to this file");
@@ -225,6 +251,7 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.schedule_cmd) return schedule_show(c.schedule);
   if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
   if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
+  if (*c.diff_ckpt_cmd) return checkpoint_diff(c.diff_ckpt);
   if (*c.compare_cmd) return compare(c.compare_args);
   if (*c.sweep_cmd) {
     c.sweep_args.steps = integer_flag("--steps", c.sweep_steps, 1, int64_t{1} << 53);
@@ -251,8 +278,14 @@ int main(int argc, char** argv) {
   define(app, commands);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own exit codes (105-114) mean nothing to a user: every command line plait
+    // cannot read exits 2, in plait's words, with where to look.
+    return usage_error(app, e.what());
   }
   try {
     return dispatch(app, commands);

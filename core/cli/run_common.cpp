@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_files.hpp"
 #include "cli/run_modes.hpp"
 #include "data/make_sampler.hpp"
+#include "debug/fault_plan.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/run_folder.hpp"
@@ -23,6 +24,7 @@ std::vector<std::string> RunArgs::overrides() const {
   // Absolute: ranks may start elsewhere than this shell.
   if (resume) out.push_back(concat("checkpoint.resume_from=", fs::absolute(*resume).lexically_normal().string()));
   if (allow_batch_change) out.push_back("checkpoint.allow_batch_change=true");
+  if (max_restarts) out.push_back(concat("distributed.max_restarts=", *max_restarts));
   return out;
 }
 
@@ -74,6 +76,10 @@ std::string lock_text(const PreparedRun& prep) {
     text += concat("bundles = ", ConfigValue::of(bundles).to_toml(), "\nbundle_xxh3 = ", ConfigValue::of(sums).to_toml(),
                    "\n");
   }
+  // Injected faults, PLAIT_FAULTS' too: a run that was damaged on purpose says so where its config is kept.
+  std::vector<ConfigValue> faults;
+  for (const auto& f : configured_faults(prep.config->debug().faults, "[debug] faults")) faults.push_back(ConfigValue::of(f.text));
+  if (!faults.empty()) text += concat("faults = ", ConfigValue::of(faults).to_toml(), "\n");
   return text;
 }
 
@@ -81,20 +87,29 @@ void write_lock(const PreparedRun& prep, const std::string& folder) {
   write_file_atomically((fs::path(folder) / "config.lock.toml").string(), lock_text(prep));
 }
 
-std::string summary_from_metrics(const std::string& run_dir, double seconds) {
+std::string summary_from_metrics(const std::string& run_dir, double seconds, int64_t resume_step) {
   std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
   std::string line;
-  double first = 0.0, last = 0.0;
-  int64_t steps = 0;
+  double first = std::nan(""), last = std::nan("");
+  int64_t last_step = resume_step;
   while (std::getline(in, line)) {
-    const nlohmann::json record = nlohmann::json::parse(line);
-    const double loss = record.at("loss").is_number() ? record.at("loss").get<double>() : std::nan("");
-    if (steps++ == 0) first = loss;
+    nlohmann::json record;
+    try {
+      record = nlohmann::json::parse(line);
+    } catch (const std::exception&) {
+      continue;  // a torn line (a full disk, a kill mid-write): the others still tell
+    }
+    const int64_t step = record.value("step", int64_t{0});
+    if (step <= resume_step) continue;  // an earlier run's, before this one resumed
+    const double loss = record.contains("loss") && record.at("loss").is_number() ? record.at("loss").get<double>() : std::nan("");
+    if (std::isnan(first)) first = loss;
     last = loss;
+    last_step = std::max(last_step, step);
   }
+  // The steps this run trained, not the records it kept (log_every) nor an earlier run's.
   char buf[160];
   std::snprintf(buf, sizeof(buf), "done: loss %.4f -> %.4f over %lld steps in %.1f s", first, last,
-                static_cast<long long>(steps), seconds);
+                static_cast<long long>(last_step - resume_step), seconds);
   return buf;
 }
 

@@ -6,13 +6,17 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <torch/headeronly/version.h>
 
+#include "cli/launcher_restarts.hpp"
+#include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
 #include "debug/fault_plan.hpp"
 #include "debug/flight_summary.hpp"
+#include "distributed/job_token.hpp"
 #include "distributed/rendezvous.hpp"
 #include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
 #include "run/run_folder.hpp"
+#include "run/run_folder_lock.hpp"
 #include "run/run_status.hpp"
 
 namespace plait::cli {
@@ -22,8 +26,11 @@ namespace {
 // This node's ranks: each runs the config as given (so that what it refuses names the
 // user's lines, not the lock file's) into the run folder, with its place in the job; the
 // ranks compare their resolved configs before they train.
+// A restart resumes from the checkpoint its launchers agreed on (`resume_from`; empty: as
+// the first start did).
 SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args,
-                              const JobStore& store, const std::string& master_addr) {
+                              const JobStore& store, const std::string& master_addr, int attempt,
+                              const std::string& resume_from, const std::string& token) {
   const std::string folder = fs::absolute(launch.folder).lexically_normal().string();
   SupervisorSpec spec;
   spec.executable = boost::dll::program_location().string();
@@ -31,6 +38,10 @@ SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch,
   for (const auto& s : args.overrides()) {
     spec.args.push_back("--set");
     spec.args.push_back(s);
+  }
+  if (!resume_from.empty()) {
+    spec.args.push_back("--set");
+    spec.args.push_back("checkpoint.resume_from=" + resume_from);
   }
   if (args.verbose) spec.args.push_back("--verbose");
   spec.run_dir = launch.folder;
@@ -44,9 +55,11 @@ SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch,
                       .master_addr = master_addr,
                       .master_port = store.port(),
                       .job_id = store.job_id(),
-                      .run_dir = folder};
+                      .run_dir = folder,
+                      .restart = attempt};
     auto env = worker_environment(w);
     env["PLAIT_LAUNCHER_PID"] = std::to_string(::getpid());
+    if (!token.empty()) env["PLAIT_JOB_TOKEN"] = token;
     spec.ranks.push_back({w.rank, local, env});
   }
   return spec;
@@ -63,59 +76,102 @@ void close_store_last(JobStore& store, const LaunchPlan& launch, std::chrono::mi
                   " s; closing the job's store anyway (see their output)");
 }
 
+// The job's token: the user's (PLAIT_JOB_TOKEN, PLAIT_JOB_TOKEN_FILE), else on one node a
+// new one; the launchers of several nodes cannot share one they did not get.
+std::string job_token(const LaunchPlan& launch) {
+  std::string token = job_token_from_env();
+  if (token.empty() && launch.nnodes == 1) return new_job_token();
+  if (token.empty()) {
+    core_log().warn("this job has no token: any process that reaches its store can join it or read its keys; set "
+                    "PLAIT_JOB_TOKEN or PLAIT_JOB_TOKEN_FILE to one secret on every node");
+  }
+  return token;
+}
+
+// A job that cannot go on: every rank has stopped and written what it could, so their
+// flight records name the culprit.
+[[noreturn]] void fail_job(const std::exception& failure, const std::string& why_not_restarted, const PreparedRun& prep,
+                           const LaunchPlan& launch, JobStore& store, RunStatus& status, std::chrono::milliseconds grace) {
+  const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
+  const auto* plait_error = dynamic_cast<const Error*>(&failure);
+  std::string text = failure.what();
+  if (!flight.empty()) text += "\n" + flight;
+  if (!why_not_restarted.empty()) text += concat("\nnot restarted: ", why_not_restarted);
+  const Error e(text, plait_error ? plait_error->hint() : "", plait_error ? plait_error->origin() : "");
+  write_log_files(LogLevel::error, e.what());
+  status.failed(e.what());
+  try {
+    close_store_last(store, launch, grace + std::chrono::seconds(2));  // the others are stopping too
+  } catch (const std::exception&) {
+    // The store may be gone already (node 0 failed first); the failure above is the news.
+  }
+  flush_logs();
+  throw e;
+}
+
 }  // namespace
 
 int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args) {
   warn_on_lock_drift(prep);
-  launch.reuse_folder ? reuse_run_folder(launch.folder, launch.resume_step) : create_run_folder(launch.folder);
+  const std::string token = job_token(launch);  // a bad token file is refused before the run folder exists
+  const RunFolderLock owned = claim_run_folder(launch.folder, launch.reuse_folder, launch.resume_step);
+  if (launch.node_rank == 0) checkpoint::claim_checkpoints(prep.config->table("checkpoint"), launch.folder);
   configure_logging((fs::path(launch.folder) / "launcher.log").string(), args.verbose);
   write_lock(prep, launch.folder);
   RunStatus status(launch.folder, prep.config->train().steps);
+  const auto faults = configured_faults(prep.config->debug().faults, "[debug] faults");
+  std::vector<std::string> fault_texts;
+  for (const auto& f : faults) fault_texts.push_back(f.text);
+  status.note_faults(fault_texts);
   status.running(0);
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", launch.folder, "; ",
                   prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",
                   launch.nproc, " on node ", launch.node_rank, " of ", launch.nnodes);
-  for (const auto& f : configured_faults(prep.config->debug().faults, "[debug] faults")) {
-    core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
-  }
+  for (const auto& f : faults) core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
   const std::string master_addr = args.master_addr.value_or("127.0.0.1");
   std::unique_ptr<JobStore> store;
   try {
     store = launch.node_rank == 0
-                ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout)
+                ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token)
                 : JobStore::connect(master_addr, *args.master_port, /*adopt the job id*/ "", prep.dist.rendezvous_timeout,
-                                    concat("the launcher of node ", launch.node_rank));
+                                    concat("the launcher of node ", launch.node_rank), token);
   } catch (const std::exception& e) {
     status.failed(e.what());
     throw;
   }
-  StoreAbortChannel abort(*store, static_cast<int>(prep.world_size));
-  SupervisorSpec spec = rank_processes(prep, launch, args, *store, master_addr);
-  spec.abort = &abort;
+  RestartBook restarts(launch.folder, launch.node_rank, status);
   const auto start = std::chrono::steady_clock::now();
-  try {
-    supervise(spec, core_log());
-  } catch (const std::exception& failure) {
-    // Every rank has stopped and written what it could: their flight records name the culprit.
-    const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
-    const auto* plait_error = dynamic_cast<const Error*>(&failure);
-    const Error e(flight.empty() ? failure.what() : concat(failure.what(), "\n", flight),
-                  plait_error ? plait_error->hint() : "", plait_error ? plait_error->origin() : "");
-    write_log_files(LogLevel::error, e.what());
-    status.failed(e.what());
+  std::string resume_from;  // a restart's checkpoint
+  for (int attempt = 0;; ++attempt) {
+    const std::unique_ptr<JobStore> job = store->view(attempt_job_id(store->job_id(), attempt));
+    StoreAbortChannel abort(*job, static_cast<int>(prep.world_size));
+    SupervisorSpec spec = rank_processes(prep, launch, args, *job, master_addr, attempt, resume_from, token);
+    spec.abort = &abort;
+    if (attempt > 0) spec.on_tick = [&] { restarts.poll_first_step(*job); };
     try {
-      close_store_last(*store, launch, spec.grace + std::chrono::seconds(2));  // the others are stopping too
-    } catch (const std::exception&) {
-      // The store may be gone already (node 0 failed first); the failure above is the news.
+      restarts.started();
+      supervise(spec, core_log());
+      break;
+    } catch (const JobStopped& stopped) {
+      const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
+      if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, spec.grace);
+      std::vector<int> ranks;
+      for (const auto& r : spec.ranks) ranks.push_back(r.rank);
+      const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
+      if (!flight.empty()) core_log().warn(flight);
+      restarts.keep_flight_records(attempt, ranks);
+      restarts.restarting(decision);
+      resume_from = decision.resume_from;
+    } catch (const std::exception& failure) {
+      fail_job(failure, "", prep, launch, *store, status, spec.grace);
     }
-    flush_logs();
-    throw e;
   }
   close_store_last(*store, launch, prep.dist.rendezvous_timeout);
   status.finished();
   if (launch.node_rank == 0) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    core_log().info(summary_from_metrics(launch.folder, seconds), "; run folder ", launch.folder);
+    core_log().info(summary_from_metrics(launch.folder, seconds, launch.resume_step), "; run folder ", launch.folder,
+                    restarts.restarts() > 0 ? concat("; restarted ", restarts.restarts(), " time(s): restarts.json") : "");
   }
   flush_logs();
   return 0;

@@ -20,8 +20,9 @@ std::string lock_text(const PreparedRun& prep);
 void write_lock(const PreparedRun& prep, const std::string& folder);
 // A lock file run again: say what differs from this build.
 void warn_on_lock_drift(const PreparedRun& prep);
-// "done: loss a -> b over n steps in t s" from a run folder's metrics.jsonl.
-std::string summary_from_metrics(const std::string& run_dir, double seconds);
+// "done: loss a -> b over n steps in t s" from a run folder's metrics.jsonl: the steps
+// after `resume_step` (0: a fresh start), which this run trained.
+std::string summary_from_metrics(const std::string& run_dir, double seconds, int64_t resume_step);
 // What a process of the run trains with: the checked config and plan, its run folder, its
 // world, and the status it keeps (null: none).
 RunPlan run_plan(const PreparedRun& prep, const std::string& folder, World* world, RunStatus* status);

@@ -3,10 +3,14 @@
 
 #include <torch/headeronly/version.h>
 
+#include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
+#include "debug/fault_injector.hpp"
 #include "log/logging.hpp"
 #include "run/run_folder.hpp"
+#include "run/run_folder_lock.hpp"
 #include "run/run_status.hpp"
+#include "run/stop_notice.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -16,12 +20,28 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
   warn_on_lock_drift(prep);
   // Every check has passed: only now does anything get written.
   const std::string& folder = launch.folder;
-  launch.reuse_folder ? reuse_run_folder(folder, launch.resume_step) : create_run_folder(folder);
+  const RunFolderLock owned = claim_run_folder(launch.folder, launch.reuse_folder, launch.resume_step);
+  if (launch.node_rank == 0) checkpoint::claim_checkpoints(prep.config->table("checkpoint"), launch.folder);
   configure_logging((fs::path(folder) / "run.log").string(), args.verbose);  // one process: one log
   write_lock(prep, folder);
   RunStatus status(folder, prep.config->train().steps);
   status.running(0);
+  // Ctrl-C or SIGTERM: a line in run.log and on the console, and a failed status with the last step.
+  install_stop_notice({.rank = 0,
+                       .who = "plait run",
+                       .log_file = (fs::path(folder) / "run.log").string(),
+                       .stderr_is_logged = false,
+                       .status_folder = folder,
+                       .launcher_parent = false});
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
+  const std::vector<FaultSpec> injected = configured_faults(prep.config->debug().faults, "[debug] faults");
+  std::vector<std::string> texts;
+  for (const auto& f : injected) {
+    core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
+    texts.push_back(f.text);
+  }
+  status.note_faults(texts);
+  const ProcessFaults faults(injected, 0, 0, folder);
   auto world = World::single();
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -31,7 +51,8 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
     throw;
   }
   status.finished();
-  core_log().info(summary_from_metrics(folder, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()),
+  core_log().info(summary_from_metrics(folder, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                       launch.resume_step),
                   "; run folder ", folder);
   flush_logs();
   return 0;

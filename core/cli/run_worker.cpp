@@ -7,16 +7,21 @@
 #include <optional>
 #include <thread>
 
+#include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
 #include "debug/fault_injector.hpp"
 #include "distributed/core_binding.hpp"
 #include "distributed/flight_recorder.hpp"
+#include "distributed/job_token.hpp"
 #include "distributed/rank_device.hpp"
 #include "distributed/rendezvous.hpp"
+#include "distributed/restart_agreement.hpp"
 #include "loader/plugin_instance.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/resume_check.hpp"
 #include "run/run_folder.hpp"
+#include "run/run_folder_lock.hpp"
 #include "run/run_status.hpp"
 #include "run/stop_notice.hpp"
 
@@ -26,20 +31,31 @@ namespace {
 
 // The store: the launcher's, or rank 0's when torchrun or Slurm started the ranks.
 std::unique_ptr<JobStore> join_store(const WorkerEnv& worker, const PreparedRun& prep, const std::string& who) {
+  const std::string token = job_token_from_env();  // plait's launcher hands over its own
   if (worker.store_on_launcher || worker.rank != 0) {
-    return JobStore::connect(worker.master_addr, worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, who);
+    // Under torchrun its agent hosts the store, and rank 0 publishes the token's check there.
+    const bool publishes_check = worker.started_by != "plait" && worker.rank == 0;
+    return JobStore::connect(worker.master_addr, worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, who,
+                             token, publishes_check);
   }
-  return JobStore::host(worker.master_port, worker.job_id, prep.dist.rendezvous_timeout);
+  return JobStore::host(worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, token);
 }
 
 // Under torchrun or Slurm, rank 0 makes the run folder (its name has rank 0's clock in it)
 // and the lock file; the others take its folder, or its reason for failing.
 std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, const PreparedRun& prep,
-                                 JobStore& store) {
+                                 JobStore& store, RunFolderLock& held) {
   if (worker.rank == 0) {
     try {
       const std::string folder = run_folder_of(launch_request(args));
-      create_run_folder(folder);
+      // A job torchrun restarted (resume = "auto"): its folder is kept, the steps after the checkpoint it resumes from trained again.
+      std::error_code ec;
+      const bool reuse = prep.config->checkpoint().resume == "auto" && fs::is_directory(folder, ec) && !fs::is_empty(folder, ec);
+      if (reuse) check_run_folder_free(folder);
+      checkpoint::check_checkpoint_owner(prep.config->table("checkpoint"), folder);
+      const auto from = reuse ? check_resume(prep, folder) : std::nullopt;
+      held = claim_run_folder(folder, reuse, from ? from->step : 0);
+      checkpoint::claim_checkpoints(prep.config->table("checkpoint"), folder);
       write_lock(prep, folder);
       store.set("run-dir", "ok:" + fs::absolute(folder).string());
       return folder;
@@ -122,12 +138,14 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   const std::vector<int> cores = cores_for(prep, worker.local_world_size, worker.local_rank);
   if (!cores.empty()) bind_process_to(cores);
   std::unique_ptr<JobStore> store = join_store(worker, prep, who);
-  const std::string folder = from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store);
+  RunFolderLock held;  // rank 0's, under torchrun or Slurm: the run folder is this job's while it trains
+  const std::string folder = from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store, held);
   const std::string log_file = (fs::path(folder) / concat("rank-", worker.rank, ".log")).string();
   if (!from_plait) add_log_file(log_file);
   // The run's status: the node's first rank under plait's launcher (its steps), rank 0 otherwise (all of it).
   const bool keeps_status = from_plait ? worker.local_rank == 0 : worker.rank == 0;
   install_stop_notice({.rank = worker.rank,
+                       .who = "",
                        .log_file = log_file,
                        .stderr_is_logged = from_plait,
                        .status_folder = keeps_status ? folder : "",
@@ -144,7 +162,17 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
     joined = join_world(worker, prep, std::move(store));
     flight.emplace(*joined.world, folder);
-    faults.emplace(configured_faults(prep.config->debug().faults, "[debug] faults"), worker.rank);
+    faults.emplace(configured_faults(prep.config->debug().faults, "[debug] faults"), worker.rank, worker.restart, folder);
+    if (status && worker.restart > 0 && worker.rank == 0) {
+      // How long the restart took, as the launcher's record times it: to this rank's first step.
+      status->after_first_step([job = joined.world->store()](int64_t step) {
+        try {
+          report_first_step(*job, step);
+        } catch (const std::exception&) {
+          // the record misses one time; training goes on
+        }
+      });
+    }
     if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // the kernel's word
     RunPlan plan = run_plan(prep, folder, joined.world.get(), status.get());
     plan.local_world_size = worker.local_world_size;

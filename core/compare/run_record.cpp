@@ -9,6 +9,7 @@
 
 #include "plait/sdk/error.hpp"
 #include "run/run_status.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait::compare {
 namespace fs = std::filesystem;
@@ -84,7 +85,8 @@ void read_metrics(RunRecord& run, const fs::path& file) {
     } catch (const nlohmann::json::exception& e) {
       // A run killed while writing leaves its last line short: that line is dropped.
       if (in.peek() == EOF) break;
-      throw Error(concat(file.string(), ":", line_no, ": not a JSON record: ", e.what()), "");
+      throw Error(concat(file.string(), ":", line_no, ": not a JSON record: ", json_problem(e)),
+                  "the run's metrics were damaged after it wrote them");
     }
   }
   PLAIT_CHECK(!run.metrics.empty(), concat(file.string(), ": no step recorded"), "compare runs that trained at least one step");

@@ -93,6 +93,7 @@ DistributedSettings DistributedSettings::from(const Options& d) {
   s.hang_warning_s = d.get<double>("hang_warning_s");
   s.flight_recorder_ops = d.get<int64_t>("flight_recorder_ops");
   s.bind_cores = d.get<bool>("bind_cores");
+  s.max_restarts = d.get<int64_t>("max_restarts");
   return s;
 }
 

@@ -89,6 +89,7 @@ struct DebugSettings {
 struct DistributedSettings {
   double rendezvous_timeout_s = 0.0, collective_timeout_s = 0.0, hang_warning_s = 0.0;
   int64_t flight_recorder_ops = 0;
+  int64_t max_restarts = 0;
   bool bind_cores = false;
 
   static DistributedSettings from(const Options& distributed);

@@ -8,24 +8,46 @@
 #include <cstdlib>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
 
-FaultInjector::FaultInjector(const std::vector<FaultSpec>& faults, int rank) : rank_(rank) {
+FaultInjector::FaultInjector(const std::vector<FaultSpec>& faults, int rank, int attempt, std::string run_folder)
+    : rank_(rank), attempt_(attempt), run_folder_(std::move(run_folder)) {
   for (const auto& f : faults) {
-    if (f.rank == rank) faults_.push_back(f);
+    if (f.rank == rank && f.attempt == attempt) faults_.push_back(f);
   }
   std::string list;
   for (const auto& f : faults_) list += (list.empty() ? "'" : ", '") + f.text + "'";
   if (!list.empty()) core_log().warn("rank ", rank, " will inject faults ([debug] faults, PLAIT_FAULTS): ", list);
 }
 
+void FaultInjector::record(const FaultSpec& fault, const std::string& where) const {
+  if (run_folder_.empty()) return;
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string line =
+      nlohmann::json{{"fault", fault.text},
+                     {"rank", rank_},
+                     {"attempt", attempt_},
+                     {"where", where},
+                     {"at_us", std::chrono::duration_cast<std::chrono::microseconds>(now).count()}}
+          .dump() +
+      "\n";
+  // One write of one line with O_APPEND: ranks striking at once do not interleave.
+  const int fd = ::open((run_folder_ + "/faults.jsonl").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
 void FaultInjector::strike(const FaultSpec& fault, const std::string& where) {
   // The line goes to stderr first: the rank's log is what tells the fault from a real one.
   core_log().warn("rank ", rank_, ": injecting fault '", fault.text, "' ", where);
   flush_logs();
+  record(fault, where);
   switch (fault.kind) {
     case FaultKind::kill: ::raise(SIGKILL); break;
     case FaultKind::segv: ::raise(SIGSEGV); break;  // as a crash would: the crash handler writes the record
@@ -57,6 +79,7 @@ bool FaultInjector::at_collective(const std::string& group, uint64_t seq) {
     if (f.kind == FaultKind::mismatch) {
       core_log().warn("rank ", rank_, ": injecting fault '", f.text, "': collective #", seq, " on ", group,
                       " goes out with half its size");
+      record(f, concat("collective #", seq, " on group ", group));
       mismatch = true;
     } else {
       strike(f, concat("before collective #", seq, " on group ", group));
@@ -67,7 +90,10 @@ bool FaultInjector::at_collective(const std::string& group, uint64_t seq) {
 
 bool FaultInjector::corrupts(int64_t step) const {
   for (const auto& f : faults_) {
-    if (f.kind == FaultKind::corrupt && f.step == step) return true;
+    if (f.kind == FaultKind::corrupt && f.step == step) {
+      record(f, concat("the checkpoint of step ", step));
+      return true;
+    }
   }
   return false;
 }

@@ -13,8 +13,10 @@ namespace plait {
 
 class FaultInjector {
  public:
-  // Keeps the faults of `rank`, and says in the rank's log which they are.
-  FaultInjector(const std::vector<FaultSpec>& faults, int rank);
+  // Keeps the faults of `rank` in this `attempt` of the job, and says in the rank's log
+  // which they are. Each strike is appended to <run_folder>/faults.jsonl first (fault,
+  // rank, attempt, step, wall-clock time): how a restart's record times its detection.
+  FaultInjector(const std::vector<FaultSpec>& faults, int rank, int attempt, std::string run_folder);
   bool empty() const { return faults_.empty(); }
 
   // At the start of `step`: kill, segv, exit and hang strike here; abort tears the
@@ -31,8 +33,11 @@ class FaultInjector {
  private:
   void strike(const FaultSpec& fault, const std::string& where);
 
+  void record(const FaultSpec& fault, const std::string& where) const;
+
   std::vector<FaultSpec> faults_;
-  int rank_ = 0;
+  int rank_ = 0, attempt_ = 0;
+  std::string run_folder_;
   std::string aborted_;  // the abort fault, once it struck
 };
 
@@ -43,7 +48,8 @@ FaultInjector* process_faults();
 // The rank's injector, the process's while it lives (none when the rank has no faults).
 class ProcessFaults {
  public:
-  ProcessFaults(const std::vector<FaultSpec>& faults, int rank) : injector_(faults, rank) {
+  ProcessFaults(const std::vector<FaultSpec>& faults, int rank, int attempt, std::string run_folder)
+      : injector_(faults, rank, attempt, std::move(run_folder)) {
     if (!injector_.empty()) set_process_faults(&injector_);
   }
   ~ProcessFaults() { set_process_faults(nullptr); }

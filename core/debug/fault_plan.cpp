@@ -59,12 +59,14 @@ FaultSpec parse_one(const std::string& text, const std::string& place) {
       f.group = value.substr(0, hash);
       f.op = static_cast<uint64_t>(whole_number(value.substr(hash + 1), "op's number", bad));
       PLAIT_CHECK(f.op >= 1, concat(bad, "op numbers count from 1"), form);
+    } else if (key == "attempt") {
+      f.attempt = static_cast<int>(whole_number(value, key, bad));
     } else if (key == "ms") {
       char* end = nullptr;
       f.ms = std::strtod(value.c_str(), &end);
       PLAIT_CHECK(!value.empty() && *end == '\0' && f.ms > 0, concat(bad, "ms=", value, " is not a positive number"), form);
     } else {
-      throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms"})),
+      throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms", "attempt"})),
                   form);
     }
   }
@@ -93,7 +95,7 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& specs, const
   return out;
 }
 
-void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps) {
+void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps, int64_t max_restarts) {
   for (const auto& f : faults) {
     PLAIT_CHECK(f.rank < world_size,
                 concat(f.place, ": fault '", f.text, "' is on rank ", f.rank, ", which this job does not have (", world_size,
@@ -103,6 +105,10 @@ void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t 
                 concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", past the run's last step (", steps,
                        "): it would never happen"),
                 concat("choose a step from 1 to ", steps));
+    PLAIT_CHECK(f.attempt <= max_restarts,
+                concat(f.place, ": fault '", f.text, "' strikes in attempt ", f.attempt, ", but the job restarts at most ",
+                       max_restarts, " time(s): it would never happen"),
+                "raise [distributed] max_restarts (--max-restarts), or leave attempt= out for the first start");
   }
 }
 

@@ -2,7 +2,9 @@
 // Faults injected on purpose, for tests and drills: `[debug] faults` (and PLAIT_FAULTS,
 // ';'-separated, for a drill on a job started without them), each one
 // "<kind> rank=R step=S" or "<kind> rank=R op=GROUP#N" (the N-th collective on group
-// GROUP, as the flight recorder numbers it), plus "ms=M" for slow. Kinds: kill (SIGKILL),
+// GROUP, as the flight recorder numbers it), plus "ms=M" for slow and "attempt=A" for the
+// attempt of a restarted job it strikes in (0, the default, is the first start: a job
+// restarted after the fault does not meet it again). Kinds: kill (SIGKILL),
 // segv, exit (code 1), hang (stop making progress), slow (sleep M ms in every step from
 // S), mismatch (issue that collective with half its size), abort (tear down the rank's
 // communicators: every later operation fails), corrupt (flip a byte of rank R's file of
@@ -22,6 +24,7 @@ struct FaultSpec {
   std::string group;    // with op
   uint64_t op = 0;      // the collective's number on group; 0: triggered by step
   double ms = 0.0;      // slow
+  int attempt = 0;      // the restart it strikes in (0: the first start)
   std::string text;     // as the user wrote it
   std::string place;    // where: the config line, or PLAIT_FAULTS
 };
@@ -29,8 +32,9 @@ struct FaultSpec {
 // Parses each spec; `place` names where they came from (the config line, PLAIT_FAULTS) in
 // the error a malformed one gets. Ranks and steps are checked by check_faults.
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& specs, const std::string& place);
-// Refuses a fault on a rank the job does not have, or at a step it never reaches.
-void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps);
+// Refuses a fault on a rank the job does not have, at a step it never reaches, or in an
+// attempt past the restarts the job may make.
+void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps, int64_t max_restarts);
 
 // The faults of [debug] faults and of PLAIT_FAULTS together (as parse_faults reads them).
 std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place);

@@ -1,5 +1,7 @@
 #include "debug/flight_report.hpp"
 
+#include <string_view>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -27,8 +29,10 @@ RankFlightRecord parse_record(const nlohmann::json& j) {
     FlightGroupCount& count = r.groups[name];
     count.ranks = g.at("ranks").get<std::vector<int>>();
     count.collectives = g.value("collectives", uint64_t{0});
-    if (g.contains("p2p")) {
-      for (const auto& [peer, n] : g.at("p2p").items()) count.p2p[std::stoi(peer)] = n.get<uint64_t>();
+    for (const char* direction : {"sends", "recvs"}) {
+      if (!g.contains(direction)) continue;
+      auto& into = std::string_view(direction) == "sends" ? count.sends : count.recvs;
+      for (const auto& [peer, n] : g.at(direction).items()) into[std::stoi(peer)] = n.get<uint64_t>();
     }
   }
   for (const auto& o : j.at("ops")) {
@@ -76,14 +80,17 @@ std::string seconds_text(int64_t us) {
   return buf;
 }
 
-// Where each rank's operations are: (group, seq, peer) -> op; peer -1 for a collective.
-using OpKey = std::tuple<std::string, uint64_t, int>;
+// Where each rank's operations are: (group, seq, peer, direction) -> op; peer -1 and
+// direction 0 for a collective, direction 1 for a send, 2 for a receive.
+using OpKey = std::tuple<std::string, uint64_t, int, int>;
+
+int direction(const FlightRecordOp& op) { return op.peer < 0 ? 0 : op.op == "send" ? 1 : 2; }
 using OpIndex = std::map<int, std::map<OpKey, const FlightRecordOp*>>;
 
 OpIndex index_ops(const FlightRecords& records) {
   OpIndex index;
   for (const auto& [rank, record] : records.ranks) {
-    for (const auto& op : record.ops) index[rank][{op.group, op.seq, op.peer}] = &op;
+    for (const auto& op : record.ops) index[rank][{op.group, op.seq, op.peer, direction(op)}] = &op;
   }
   return index;
 }
@@ -114,7 +121,7 @@ void find_collective_desyncs(const OpIndex& index, FlightFindings& out) {
     reported.insert(number.first);
     std::string text;
     for (const auto& [sig, ranks] : sides) {
-      const FlightRecordOp& op = *index.at(ranks.front()).at({number.first, number.second, -1});
+      const FlightRecordOp& op = *index.at(ranks.front()).at({number.first, number.second, -1, 0});
       text += concat(text.empty() ? "" : " where ", ranks.size() == 1 ? "rank " : "ranks ", rank_list(ranks),
                      " issued ", sig, " (", op_context(op, false), ")");
     }
@@ -123,16 +130,17 @@ void find_collective_desyncs(const OpIndex& index, FlightFindings& out) {
   }
 }
 
-// A send that meets a send (or a receive a receive), or another size, at the same number.
+// A rank's k-th send to a peer meets the peer's k-th receive from it: another size or
+// dtype there is a desync.
 void find_p2p_desyncs(const OpIndex& index, FlightFindings& out) {
   for (const auto& [rank, ops] : index) {
     for (const auto& [key, op] : ops) {
       const int peer = std::get<2>(key);
-      if (peer < 0 || peer < rank || !index.count(peer)) continue;
-      const auto other = index.at(peer).find({std::get<0>(key), std::get<1>(key), rank});
+      if (std::get<3>(key) != 1 || !index.count(peer)) continue;
+      const auto other = index.at(peer).find({std::get<0>(key), std::get<1>(key), rank, 2});
       if (other == index.at(peer).end()) continue;
       const FlightRecordOp& theirs = *other->second;
-      if (theirs.op != op->op && theirs.bytes == op->bytes && theirs.dtype == op->dtype) continue;
+      if (theirs.bytes == op->bytes && theirs.dtype == op->dtype) continue;
       out.desync.push_back(concat("rank ", rank, "'s ", name_op(*op), " (", op_context(*op), ") met rank ", peer, "'s ",
                                   name_op(theirs), " (", op_context(theirs), ") — a desync"));
     }
@@ -162,8 +170,10 @@ std::vector<int> missing_from(const FlightRecords& records, int rank, const Flig
     if (their_group != theirs->second.groups.end()) {
       if (op.peer < 0) {
         entered = their_group->second.collectives;
-      } else if (const auto it = their_group->second.p2p.find(rank); it != their_group->second.p2p.end()) {
-        entered = it->second;
+      } else {
+        // My receive waits on their send to me, my send on their receive from me.
+        const auto& counts = op.op == "send" ? their_group->second.recvs : their_group->second.sends;
+        if (const auto it = counts.find(rank); it != counts.end()) entered = it->second;
       }
     }
     if (entered < op.seq) culprits.push_back(peer);
@@ -304,7 +314,7 @@ void find_straggler(const FlightRecords& records, const OpIndex& index, FlightFi
       int latest_rank = -1;
       bool all = members.size() > 1;
       for (int m : members) {
-        const FlightRecordOp* theirs = find_op(index, m, {op.group, op.seq, -1});
+        const FlightRecordOp* theirs = find_op(index, m, {op.group, op.seq, -1, 0});
         if (theirs == nullptr || !theirs->done()) {
           all = false;
           break;

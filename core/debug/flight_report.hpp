@@ -24,7 +24,7 @@ struct FlightRecordOp {
 struct FlightGroupCount {
   std::vector<int> ranks;
   uint64_t collectives = 0;
-  std::map<int, uint64_t> p2p;  // peer -> sends and receives issued with it
+  std::map<int, uint64_t> sends, recvs;  // peer -> sends to it, receives from it, issued
 };
 
 struct RankFlightRecord {

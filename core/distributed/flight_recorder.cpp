@@ -1,5 +1,7 @@
 #include "distributed/flight_recorder.hpp"
 
+#include <string_view>
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -39,7 +41,8 @@ void FlightRecorder::add_group(const std::string& group, const std::vector<int>&
 
 uint64_t FlightRecorder::issued(FlightOp op) {
   std::lock_guard<std::mutex> lock(mutex_);
-  op.seq = op.peer < 0 ? ++collectives_[op.group] : ++p2p_[{op.group, op.peer}];
+  op.seq = op.peer < 0 ? ++collectives_[op.group]
+                        : ++p2p_[{op.group, op.peer, std::string_view(op.op) == "send"}];
   op.step = step_;
   op.state = FlightState::issued;
   op.issued_us = now_us();
@@ -91,9 +94,11 @@ std::string FlightRecorder::to_json_locked(int rank, const std::string& reason) 
   for (const auto& [name, ranks] : groups_) {
     const auto it = collectives_.find(name);
     groups[name] = {{"ranks", ranks}, {"collectives", it == collectives_.end() ? 0 : it->second},
-                    {"p2p", nlohmann::json::object()}};
+                    {"sends", nlohmann::json::object()}, {"recvs", nlohmann::json::object()}};
   }
-  for (const auto& [key, count] : p2p_) groups[key.first]["p2p"][std::to_string(key.second)] = count;
+  for (const auto& [key, count] : p2p_) {
+    groups[std::get<0>(key)][std::get<2>(key) ? "sends" : "recvs"][std::to_string(std::get<1>(key))] = count;
+  }
   out["groups"] = std::move(groups);
   nlohmann::json ops = nlohmann::json::array();
   const uint64_t first = next_handle_ > ring_.size() ? next_handle_ - ring_.size() : 0;

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace plait {
@@ -19,7 +20,7 @@ enum class FlightState { issued, started, completed, failed };
 const char* flight_state_name(FlightState state);
 
 struct FlightOp {
-  uint64_t seq = 0;  // on its group (collectives) or its group and peer (sends, receives), from 1
+  uint64_t seq = 0;  // on its group (collectives), or its group, peer and direction (sends; receives), from 1
   std::string group;
   const char* op = "";     // "all_reduce", "send", ... (a literal)
   const char* dtype = "";  // "float32", ... (a literal)
@@ -67,7 +68,9 @@ class FlightRecorder {
   uint64_t next_handle_ = 0;  // ring_[handle % capacity] holds the op while it is among the last
   std::map<std::string, std::vector<int>> groups_;
   std::map<std::string, uint64_t> collectives_;           // group -> last number
-  std::map<std::pair<std::string, int>, uint64_t> p2p_;  // (group, peer) -> last number
+  // (group, peer, is a send) -> last number: a rank's k-th send to a peer meets the peer's
+  // k-th receive from it, whatever the order the two issue their sends and receives in.
+  std::map<std::tuple<std::string, int, bool>, uint64_t> p2p_;
   int64_t step_ = 0;
 };
 

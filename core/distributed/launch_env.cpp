@@ -38,8 +38,12 @@ std::optional<WorkerEnv> worker_from_env(const std::optional<std::string>& maste
     w.local_world_size = env_int("LOCAL_WORLD_SIZE", w.world_size);
     w.run_dir = env("PLAIT_RUN_DIR").value_or("");
     w.started_by = w.run_dir.empty() ? "torchrun" : "plait";
-    w.store_on_launcher = !w.run_dir.empty();
+    // torchrun's agent hosts a store at MASTER_ADDR:MASTER_PORT itself (and keeps it across its restarts).
+    w.store_on_launcher = !w.run_dir.empty() || env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
     w.job_id = env("PLAIT_JOB_ID").value_or(env("TORCHELASTIC_RUN_ID").value_or("default"));
+    w.restart = env_int(w.started_by == "plait" ? "PLAIT_RESTART" : "TORCHELASTIC_RESTART_COUNT", 0);
+    // A restarted job's keys must not meet its earlier start's (plait's launcher names each start's job itself).
+    if (w.started_by == "torchrun" && w.restart > 0) w.job_id += concat("-r", w.restart);
   } else if (env("SLURM_PROCID") && env_int("SLURM_NTASKS", 1) > 1) {
     w.rank = env_int("SLURM_PROCID", 0);
     w.world_size = env_int("SLURM_NTASKS", 1);
@@ -70,8 +74,11 @@ std::map<std::string, std::string> worker_environment(const WorkerEnv& w) {
           {"MASTER_ADDR", w.master_addr},
           {"MASTER_PORT", std::to_string(w.master_port)},
           {"PLAIT_JOB_ID", w.job_id},
-          {"PLAIT_RUN_DIR", w.run_dir}};
+          {"PLAIT_RUN_DIR", w.run_dir},
+          {"PLAIT_RESTART", std::to_string(w.restart)}};
 }
+
+int64_t torchrun_max_restarts() { return env("TORCHELASTIC_MAX_RESTARTS") ? env_int("TORCHELASTIC_MAX_RESTARTS", 0) : 0; }
 
 std::string new_job_id() {
   std::random_device rd;

@@ -20,9 +20,13 @@ struct WorkerEnv {
   int master_port = 0;
   std::string job_id = {};
   std::string run_dir = {};        // set by plait's launcher, which made the folder and the lock file
-  bool store_on_launcher = false;  // plait's launcher hosts the store; otherwise rank 0 does
+  bool store_on_launcher = false;  // plait's launcher (or torchrun's agent) hosts the store; otherwise rank 0 does
   std::string started_by = {};     // "plait", "torchrun", "slurm"
+  int restart = 0;                 // how often the job was restarted before this start (0: first start)
 };
+
+// The restarts torchrun may make of this job (TORCHELASTIC_MAX_RESTARTS), 0 outside torchrun.
+int64_t torchrun_max_restarts();
 
 // The rank this process is, from its environment, or nothing when it is not one.
 // `master_addr`/`master_port` from the command line override the environment.

@@ -13,12 +13,14 @@
 #include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "distributed/job_token.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace {
 
-constexpr const char* kJobKey = "plait/job";  // the one key outside every job's prefix
+constexpr const char* kJobKey = "plait/job";  // the keys outside every job's prefix
+constexpr const char* kTokenCheckKey = "plait/token-check";
 
 std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 std::string string_of(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
@@ -64,9 +66,45 @@ std::string wait_for_listener(const std::string& addr, int port, std::chrono::st
   }
 }
 
+void publish_token_check(c10d::Store& store, const std::string& token) {
+  const TokenCheck check = make_token_check(token);
+  store.set(kTokenCheckKey, bytes_of(nlohmann::json{{"salt", check.salt}, {"sha256", check.digest}}.dump()));
+}
+
+// Refuses a process whose token is not the job's, in one sentence, before it touches a key.
+void check_token(c10d::Store& store, const std::string& token, const std::string& where, const std::string& who,
+                 std::chrono::milliseconds timeout) {
+  try {
+    store.wait({kTokenCheckKey}, timeout);
+  } catch (const std::exception&) {
+    throw Error(concat(who, " reached the store at ", where, " but it published no job token check within ",
+                       timeout.count() / 1000.0, " s"),
+                "is a plait job hosting that store? Its launcher (or rank 0) publishes it first");
+  }
+  const nlohmann::json j = nlohmann::json::parse(string_of(store.get(kTokenCheckKey)));
+  const TokenCheck check{j.at("salt").get<std::string>(), j.at("sha256").get<std::string>()};
+  if (token_matches(check, token)) return;
+  const std::string how = "set PLAIT_JOB_TOKEN (or PLAIT_JOB_TOKEN_FILE) to the job's token on every node";
+  if (check.digest == "none") {
+    throw Error(concat(who, " was given a job token, but the job at ", where, " has none: it cannot join"),
+                "give every process of a job the same token, or none");
+  }
+  if (token.empty()) {
+    throw Error(concat(who, " has no job token, but the job at ", where, " requires one: it cannot join"), how);
+  }
+  throw Error(concat(who, "'s job token is not the job's at ", where, ": it cannot join"), how);
+}
+
 }  // namespace
 
-std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, std::chrono::milliseconds timeout) {
+void JobStore::set_job(const std::string& job_id, const std::string& key_space) {
+  job_id_ = job_id;
+  key_space_ = key_space;
+  prefix_ = "plait/" + job_id + "/" + (key_space.empty() ? "" : key_space + "/");
+}
+
+std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, std::chrono::milliseconds timeout,
+                                         const std::string& token) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(port);
   options.isServer = true;
@@ -81,14 +119,15 @@ std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, st
     throw Error(concat("cannot host the rendezvous store on port ", port, ": ", e.what()),
                 "the port may be taken; choose another with --master-port");
   }
+  publish_token_check(*s->store_, token);
   s->store_->set(kJobKey, bytes_of(job_id));
-  s->job_id_ = job_id;
-  s->prefix_ = "plait/" + job_id + "/";
+  s->set_job(job_id, token_key_space(token));
   return s;
 }
 
 std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, const std::string& job_id,
-                                            std::chrono::milliseconds timeout, const std::string& who) {
+                                            std::chrono::milliseconds timeout, const std::string& who,
+                                            const std::string& token, bool publish_check) {
   const auto start = std::chrono::steady_clock::now();
   const std::string unreachable = wait_for_listener(addr, port, start + timeout);
   auto fail = [&](std::string why) {
@@ -114,8 +153,11 @@ std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, c
     fail(e.what());
   }
   s->port_ = port;
-  s->job_id_ = job_id;
-  if (job_id.empty()) {
+  const std::string where = concat(addr, ":", port);
+  if (publish_check) publish_token_check(*s->store_, token);
+  check_token(*s->store_, token, where, who, timeout);
+  std::string id = job_id;
+  if (id.empty()) {
     try {
       s->store_->wait({kJobKey}, timeout);
     } catch (const std::exception&) {
@@ -123,13 +165,21 @@ std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, c
                          timeout.count() / 1000.0, " s"),
                   "is a plait launcher hosting that store?");
     }
-    s->job_id_ = string_of(s->store_->get(kJobKey));
+    id = string_of(s->store_->get(kJobKey));
   }
-  s->prefix_ = "plait/" + s->job_id_ + "/";
+  s->set_job(id, token_key_space(token));
   return s;
 }
 
 JobStore::~JobStore() = default;
+
+std::unique_ptr<JobStore> JobStore::view(const std::string& job_id) const {
+  std::unique_ptr<JobStore> s(new JobStore());
+  s->store_ = store_;
+  s->port_ = port_;
+  s->set_job(job_id, key_space_);
+  return s;
+}
 
 void JobStore::set(const std::string& key, const std::string& value) { store_->set(prefix_ + key, bytes_of(value)); }
 

@@ -1,8 +1,10 @@
 #pragma once
 // The job's TCP store (c10d's TCPStore) and the join of every rank. The launcher on
 // node 0 hosts the store when plait launched the job; when torchrun or Slurm did, rank
-// 0 hosts it. Every key of a job lives under "plait/<job id>/", so jobs that share a
-// port by accident do not see each other's keys.
+// 0 (or torchrun's agent) hosts it. Every key of a job lives under "plait/<job id>/"
+// and, when the job has a token (distributed/job_token.hpp), a name derived from it: jobs
+// that share a port by accident do not see each other's keys, and a process without the
+// token sees none. The store's two public keys are the job id and the token's check.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -22,17 +24,25 @@ namespace plait {
 
 class JobStore {
  public:
-  // Listens on `port` (0: a free port) on every interface, and publishes the job id.
-  static std::unique_ptr<JobStore> host(int port, const std::string& job_id, std::chrono::milliseconds timeout);
+  // Listens on `port` (0: a free port) on every interface, and publishes the job id and
+  // the check of `token` (empty: the job has none).
+  static std::unique_ptr<JobStore> host(int port, const std::string& job_id, std::chrono::milliseconds timeout,
+                                        const std::string& token);
   // Connects to a store, failing after `timeout` with the address and `who` in the message.
-  // An empty job id adopts the one the host published.
+  // An empty job id adopts the one the host published. `token` must pass the store's check
+  // (refused in one sentence otherwise); `publish_check`: this process publishes it (rank
+  // 0 of a job whose store torchrun's agent hosts).
   static std::unique_ptr<JobStore> connect(const std::string& addr, int port, const std::string& job_id,
-                                           std::chrono::milliseconds timeout, const std::string& who);
+                                           std::chrono::milliseconds timeout, const std::string& who,
+                                           const std::string& token, bool publish_check = false);
   ~JobStore();
+  // The same store (one connection, or the hosted server kept alive) under another job
+  // id's keys: each start of a restarted job has its own, so none meets an earlier's.
+  std::unique_ptr<JobStore> view(const std::string& job_id) const;
 
   int port() const { return port_; }
   const std::string& job_id() const { return job_id_; }
-  const std::string& prefix() const { return prefix_; }  // "plait/<job>/"
+  const std::string& prefix() const { return prefix_; }  // "plait/<job>/[<token's key space>/]"
   c10d::Store& raw() { return *store_; }
 
   void set(const std::string& key, const std::string& value);
@@ -44,8 +54,10 @@ class JobStore {
  private:
   JobStore() = default;
   c10::intrusive_ptr<c10d::Store> store_;
+  void set_job(const std::string& job_id, const std::string& key_space);
+
   std::string prefix_;
-  std::string job_id_;
+  std::string job_id_, key_space_;
   int port_ = 0;
 };
 

@@ -228,18 +228,25 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     reap(children);
     // Before any rank's end: a Ctrl-C reaches the ranks too, and their ends are its echo.
     if (const int sig = g_signal.load()) {
+      const auto noticed = std::chrono::system_clock::now();
       if (spec.abort) spec.abort->post(concat("the launcher on ", spec.node, " got signal ", sig));
       stop_all(children, spec);
       finish();
-      throw Error(concat("interrupted by signal ", sig, " (", strsignal(sig), "); every rank was stopped"), "");
+      JobStopped stopped(Error(concat("interrupted by signal ", sig, " (", strsignal(sig), "); every rank was stopped"), ""),
+                         -1, /*interrupted=*/true);
+      stopped.noticed = noticed;
+      throw stopped;
     }
     for (auto& c : children) {
       if (c.running || !failed(c.status)) continue;
+      const auto noticed = std::chrono::system_clock::now();
       std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
       stop_all(children, spec);
       finish();
-      throw rank_failure_error(c, spec, pending);
+      JobStopped stopped(rank_failure_error(c, spec, pending), c.launch.rank, false);
+      stopped.noticed = noticed;
+      throw stopped;
     }
     bool any_running = false;
     for (auto& c : children) any_running = any_running || c.running || c.out >= 0;
@@ -247,11 +254,16 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     if (spec.abort && std::chrono::steady_clock::now() - last_abort_check > std::chrono::milliseconds(500)) {
       last_abort_check = std::chrono::steady_clock::now();
       if (auto reason = spec.abort->poll()) {
+        const auto noticed = std::chrono::system_clock::now();
         stop_all(children, spec);
         finish();
-        throw Error(concat("stopped because ", *reason), "see that node's launcher output and rank logs");
+        JobStopped stopped(Error(concat("stopped because ", *reason), "see that node's launcher output and rank logs"), -1,
+                           false);
+        stopped.noticed = noticed;
+        throw stopped;
       }
     }
+    if (spec.on_tick) spec.on_tick();
   }
   finish();
 }

@@ -5,6 +5,7 @@
 // within seconds and the launcher fails naming the rank, how it ended, and the last lines
 // of its log.
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,9 +49,22 @@ struct SupervisorSpec {
   std::string node;      // "node 0 of 2", for messages
   AbortChannel* abort = nullptr;
   std::chrono::milliseconds grace{3000};  // SIGTERM, then SIGKILL after this
+  std::function<void()> on_tick;          // called about every 100 ms while the ranks run
 };
 
-// Returns when every rank has exited 0; throws plait::Error describing the first failure.
+// Why the ranks were stopped early: the first failure in its own words, which rank it was
+// (-1: not one of this node's, or none), whether the launcher itself was told to stop
+// (a job is not restarted after that), and when the launcher noticed it.
+class JobStopped : public Error {
+ public:
+  JobStopped(const Error& e, int rank, bool interrupted)
+      : Error(e.what(), e.hint(), e.origin()), rank(rank), interrupted(interrupted) {}
+  int rank = -1;
+  bool interrupted = false;
+  std::chrono::system_clock::time_point noticed = std::chrono::system_clock::now();
+};
+
+// Returns when every rank has exited 0; throws JobStopped describing the first failure.
 void supervise(const SupervisorSpec& spec, Logger& log);
 
 }  // namespace plait

@@ -8,6 +8,7 @@
 
 #include "model/hf_format.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -18,14 +19,14 @@ HfWeights::HfWeights(fs::path folder, std::string family) : folder_(std::move(fo
   std::vector<fs::path> files;
   const fs::path index = folder_ / "model.safetensors.index.json";
   if (fs::exists(index)) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(std::ifstream(index));
-    } catch (const std::exception& e) {
-      throw Error(concat(index.string(), " is not valid JSON: ", e.what()), "the folder is damaged");
-    }
     std::set<std::string> shards;
-    for (const auto& [name, file] : j.at("weight_map").items()) shards.insert(file.get<std::string>());
+    try {
+      const nlohmann::json j = nlohmann::json::parse(std::ifstream(index));
+      for (const auto& [name, file] : j.at("weight_map").items()) shards.insert(file.get<std::string>());
+    } catch (const std::exception& e) {
+      throw Error(concat(index.string(), " is not a safetensors index (a weight_map of file names): ", json_problem(e)),
+                  "the folder is damaged; save it again with save_pretrained");
+    }
     for (const auto& f : shards) files.push_back(folder_ / f);
   } else {
     PLAIT_CHECK(fs::exists(folder_ / "model.safetensors"),

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/durable_file.hpp"
+#include "io/safetensors_header.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait {
 namespace {
@@ -166,22 +168,9 @@ std::map<std::string, StoredTensor> read_safetensors_header(const std::string& p
 
 std::map<std::string, StoredTensor> parse_safetensors_header(const std::string& text, int64_t file_size,
                                                              const std::string& path) {
-  const auto n = static_cast<int64_t>(text.size());
   std::map<std::string, StoredTensor> out;
-  try {
-    const nlohmann::json header = nlohmann::json::parse(text);
-    for (auto it = header.begin(); it != header.end(); ++it) {
-      if (it.key() == "__metadata__") continue;
-      const auto offsets = it.value().at("data_offsets").get<std::vector<int64_t>>();
-      out[it.key()] = {dtype_of(it.value().at("dtype").get<std::string>(), path),
-                       it.value().at("shape").get<std::vector<int64_t>>(), 8 + n + offsets.at(0), 8 + n + offsets.at(1)};
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(concat(path, ": safetensors header is not valid: ", e.what()), "the file is damaged");
-  }
-  for (const auto& [name, t] : out) {
-    PLAIT_CHECK(t.begin <= t.end && t.end <= file_size, concat(path, ": tensor ", name, " runs past the end"),
-                "the file is truncated");
+  for (auto& [name, e] : parse_safetensors_entries(text, file_size, path)) {
+    out[name] = {dtype_of(e.dtype, path), std::move(e.shape), e.begin, e.end};
   }
   return out;
 }

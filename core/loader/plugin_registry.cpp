@@ -1,5 +1,10 @@
 #include "loader/plugin_registry.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>
@@ -35,6 +40,28 @@ std::vector<std::string> split_words(const char* text) {
 bool is_candidate(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.rfind("libplait_plugin_", 0) == 0 && p.extension() == ".so";
+}
+
+// Loading a library runs its code: whoever can write the file, or the folder it is found
+// in (a new or replaced file), can run code in every job that loads it. Refused, with the
+// reason, as ssh refuses a key file: written by others, or owned by another user (not root).
+std::string writable_by_others(const fs::path& file, const fs::path& folder) {
+  for (const fs::path& path : {file, folder}) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    const std::string what = path == file ? "the file" : concat("its folder ", path.string());
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+      return concat("is not loaded: ", what, " can be written by others (mode ", mode,
+                    "), so anyone could put code in this job; chmod go-w ", path.string());
+    }
+    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      return concat("is not loaded: ", what, " belongs to another user (uid ", st.st_uid,
+                    "), who could put code in this job; load plugins you or root own");
+    }
+  }
+  return "";
 }
 
 std::string str_or_empty(const char* s) { return s == nullptr ? std::string{} : std::string(s); }
@@ -128,6 +155,7 @@ PluginRegistry PluginRegistry::discover(const std::vector<SearchDir>& dirs, cons
 
 void PluginRegistry::consider(const std::string& file, const SearchDir& dir, const HostAbi& host) {
   auto refuse = [&](const std::string& why) { refusals_.push_back({file, "plugin library " + file + " " + why}); };
+  if (const std::string why = writable_by_others(file, fs::path(file).parent_path()); !why.empty()) return refuse(why);
   auto library = std::make_shared<boost::dll::shared_library>();
   try {
     library->load(fs::path(file), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);

@@ -44,7 +44,8 @@ MetricsWriter::MetricsWriter(const std::string& path) : path_(path), out_(path, 
 }
 
 void MetricsWriter::write(const nlohmann::ordered_json& record) {
-  out_ << record.dump() << '\n';
+  // A name that is not UTF-8 (a plugin's figure, a tag) is written with U+FFFD, not thrown on mid-run.
+  out_ << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();
   PLAIT_CHECK(out_.good(), concat("writing ", path_, " failed"), "check free disk space");
 }

@@ -6,6 +6,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "debug/fault_plan.hpp"
+#include "distributed/launch_env.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/short_number.hpp"
 
@@ -99,7 +100,8 @@ void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& m
                 concat("choose a step from 1 to ", steps, ", or 0 for none"));
   }
   // Faults: malformed ones, and ones that would never strike, are refused before launch.
-  check_faults(configured_faults(config.debug().faults, debug.where("faults")), static_cast<int>(mesh.world()), steps);
+  check_faults(configured_faults(config.debug().faults, debug.where("faults")), static_cast<int>(mesh.world()), steps,
+               std::max<int64_t>(config.distributed().max_restarts, torchrun_max_restarts()));
   for (const char* key : {"nonfinite_rank", "slow_rank"}) {
     PLAIT_CHECK(debug.get<int64_t>(key) < mesh.world(),
                 concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is not a rank of this job (",

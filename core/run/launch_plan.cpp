@@ -5,7 +5,10 @@
 #include "distributed/core_binding.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/resume_check.hpp"
+#include "checkpoint/checkpoint_location.hpp"
 #include "run/run_folder.hpp"
+#include "run/run_folder_lock.hpp"
+#include "run/run_status.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -57,9 +60,19 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
   plan.reuse_folder = prep.config->checkpoint().resume == "auto" &&
                       fs::is_directory(plan.folder, ec) && !fs::is_empty(plan.folder, ec);
   if (!plan.reuse_folder) check_run_folder(plan.folder);
+  if (plan.reuse_folder) check_run_folder_free(plan.folder);
+  if (plan.node_rank == 0) checkpoint::check_checkpoint_owner(prep.config->table("checkpoint"), plan.folder);
   if (const auto from = check_resume(prep, plan.folder)) {
     plan.resume = from->folder.string();
     plan.resume_step = from->step;
+  }
+  if (plan.reuse_folder && !plan.resume) {
+    const auto status = read_run_status(plan.folder);
+    PLAIT_CHECK(!status || status->state != "finished",
+                concat(prep.config->table("checkpoint").where("resume"), ": the run in ", plan.folder,
+                       " finished (its status.json says so) and kept no checkpoint to resume from: [checkpoint] resume = "
+                       "\"auto\" would train it again from the start, replacing its results"),
+                "choose another --out for a new run; keep checkpoints ([checkpoint] every or final) to continue one");
   }
   return plan;
 }

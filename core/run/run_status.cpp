@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
+#include <utility>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +15,12 @@
 
 namespace plait {
 namespace fs = std::filesystem;
+
+namespace {
+std::atomic<int64_t> g_last_step{0};
+}
+
+int64_t last_step_ended() { return g_last_step.load(); }
 
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -36,6 +44,8 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
     r.started = j.value("started", "");
     r.updated = j.value("updated", "");
     r.pid = j.value("pid", int64_t{0});
+    r.restarts = j.value("restarts", int64_t{0});
+    if (j.contains("faults") && j.at("faults").is_array()) r.faults = j.at("faults").get<std::vector<std::string>>();
     return r;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -50,18 +60,33 @@ void write_run_status(const std::string& folder, RunStatusRecord record) {
       {"step", record.step},       {"steps", record.steps},
       {"started", record.started}, {"updated", record.updated},
       {"pid", record.pid},         {"plait", PLAIT_VERSION},
+      {"restarts", record.restarts},
   };
-  write_file_atomically((fs::path(folder) / "status.json").string(), j.dump(2) + "\n");
+  nlohmann::ordered_json out = j;
+  if (!record.faults.empty()) out["faults"] = record.faults;
+  write_file_atomically((fs::path(folder) / "status.json").string(), out.dump(2) + "\n");
 }
 
 RunStatus::RunStatus(std::string folder, int64_t steps) : folder_(std::move(folder)) {
   record_.steps = steps;
   record_.started = utc_now();
-  if (auto earlier = read_run_status(folder_); earlier && !earlier->started.empty()) record_.started = earlier->started;
+  if (auto earlier = read_run_status(folder_)) {
+    if (!earlier->started.empty()) record_.started = earlier->started;
+    record_.restarts = earlier->restarts;
+    record_.faults = earlier->faults;
+  }
+}
+
+void RunStatus::restarting(int64_t restarts, const std::string& reason) {
+  if (auto earlier = read_run_status(folder_)) record_.step = std::max(record_.step, earlier->step);
+  record_.restarts = restarts;
+  write("restarting", reason);
 }
 
 void RunStatus::running(int64_t step, bool now_please) {
   record_.step = step;
+  g_last_step.store(std::max(g_last_step.load(), step));
+  if (first_step_hook_) std::exchange(first_step_hook_, nullptr)(step);
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   if (!now_please && step < record_.steps && now - last_write_ns_ < 1'000'000'000) return;
   last_write_ns_ = now;
@@ -76,6 +101,7 @@ void RunStatus::finished() {
 
 void RunStatus::failed(const std::string& reason) {
   if (auto earlier = read_run_status(folder_)) record_.step = std::max(record_.step, earlier->step);
+  record_.step = std::max(record_.step, last_step_ended());
   write("failed", reason);
 }
 

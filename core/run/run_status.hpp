@@ -11,8 +11,10 @@
 // node's ranks); the node's first rank (its steps, as it trains); under torchrun or
 // Slurm, rank 0 alone; and a rank whose launcher died.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace plait {
 
@@ -23,6 +25,8 @@ struct RunStatusRecord {
   int64_t steps = 0;   // the steps the run was asked for
   std::string started, updated;  // UTC, ISO 8601
   int64_t pid = 0;     // of the process that wrote it
+  int64_t restarts = 0;  // how often the job restarted itself after a fault (restarts.json says why)
+  std::vector<std::string> faults;  // faults injected on purpose ([debug] faults, PLAIT_FAULTS)
 };
 
 std::string utc_now();
@@ -33,10 +37,21 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder);
 // Writes it whole; `updated` and `pid` are filled in here.
 void write_run_status(const std::string& folder, RunStatusRecord record);
 
-// A writer that keeps one run's status current.
+// The last step any RunStatus of this process saw end (0: none), written or not: what a
+// process that is stopped reports.
+int64_t last_step_ended();
+
+// A writer that keeps one run's status current. State "restarting": the job failed and
+// its launchers are starting it again (reason: why).
 class RunStatus {
  public:
+  // Keeps the restarts and faults an earlier writer of the folder's status recorded.
   RunStatus(std::string folder, int64_t steps);
+  void note_faults(std::vector<std::string> faults) { record_.faults = std::move(faults); }
+  // The launcher, between a fault and the restart that follows it (state "restarting").
+  void restarting(int64_t restarts, const std::string& reason);
+  // Called once, after the first step this process saw end.
+  void after_first_step(std::function<void(int64_t step)> hook) { first_step_hook_ = std::move(hook); }
   // After each step; writes at most once a second (and always the last step, and when
   // `now`: a step that went wrong, so that a failure that follows names it).
   void running(int64_t step, bool now = false);
@@ -50,6 +65,7 @@ class RunStatus {
   std::string folder_;
   RunStatusRecord record_;
   int64_t last_write_ns_ = 0;
+  std::function<void(int64_t)> first_step_hook_;
 };
 
 }  // namespace plait

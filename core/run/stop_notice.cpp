@@ -40,10 +40,11 @@ void write_all(int fd, const std::string& text) {
 }
 
 std::string why(const StopNotice& notice, int sig, int sender) {
+  const std::string who = notice.who.empty() ? concat("rank ", notice.rank) : notice.who;
   if (sig == launcher_death_signal() && notice.launcher_parent) {
-    return concat("rank ", notice.rank, " stops: its launcher (plait run) died without stopping it (killed?)");
+    return concat(who, " stops: its launcher (plait run) died without stopping it (killed?)");
   }
-  return concat("rank ", notice.rank, " stops: it got signal ", sig, " (", strsignal(sig), ")",
+  return concat(who, " stops: it got signal ", sig, " (", strsignal(sig), ")",
                 sender > 0 ? concat(" from pid ", sender, sender == ::getppid() ? ", its parent" : "") : std::string());
 }
 
@@ -64,11 +65,16 @@ void watch(StopNotice notice) {
   }
   if (!launcher_gone) write_all(STDERR_FILENO, "error: " + line + "\n");
   write_process_flight_record(line);
-  // Under plait's launcher the launcher writes how the run ended, unless it is the one that died.
-  if (!notice.status_folder.empty() && (launcher_gone || !notice.launcher_parent)) {
+  // Under plait's launcher the launcher writes how the run ended, unless it is the one that
+  // died; this rank's last step goes first, for the launcher's status to keep.
+  if (!notice.status_folder.empty()) {
     try {
       RunStatus status(notice.status_folder, read_run_status(notice.status_folder).value_or(RunStatusRecord{}).steps);
-      status.failed(line);
+      if (launcher_gone || !notice.launcher_parent) {
+        status.failed(line);
+      } else if (last_step_ended() > 0) {
+        status.running(last_step_ended(), /*now=*/true);
+      }
     } catch (const std::exception&) {
       // Nothing more can be said: the folder is gone or full.
     }

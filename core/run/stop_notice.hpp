@@ -1,8 +1,10 @@
 #pragma once
-// A rank that is stopped (SIGTERM, SIGINT, SIGHUP: its launcher stopping the job, or
-// torchrun, Slurm, a user) or whose launcher dies (the parent-death signal: a launcher
+// A rank (or a one-process run) that is stopped (SIGTERM, SIGINT, SIGHUP: its launcher
+// stopping the job, or torchrun, Slurm, a user, Ctrl-C) or whose launcher dies (the parent-death signal: a launcher
 // killed with SIGKILL leaves no one to report anything) says so before it goes: a line
-// in its own log, and, when it keeps the run's status, a failed status with the reason.
+// in its own log, and, when it keeps the run's status, a failed status with the reason and
+// the last step that ended (under plait's launcher, which writes how the run ended: that
+// step, so the launcher's status does not lag behind it).
 // Then it exits with 128 + the signal. A watcher thread does the writing, outside the
 // signal handler.
 #include <string>
@@ -11,6 +13,7 @@ namespace plait {
 
 struct StopNotice {
   int rank = 0;
+  std::string who;                // how its lines name the process; empty: "rank <rank>"
   std::string log_file;           // the rank's log (empty: none yet)
   bool stderr_is_logged = false;  // plait's launcher writes the rank's stderr into log_file
   std::string status_folder;  // the rank keeps status.json here (empty: it does not); under

@@ -1,5 +1,6 @@
 #include "train/step_report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -67,6 +68,8 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
   if (syncs_.started()) syncs_by_step_.push_back(syncs_.take());
+  unrecorded_step_s_ += out.time.total_s;
+  ++unrecorded_steps_;
   if (!is_logged_step(step, log_every_, steps_) && out.result.applied) return;
   const MemoryStats mem = rank_memory(rank_.device);
   const StateBytes state = rank_.dp.plugin->state_bytes();
@@ -105,6 +108,13 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   }
   RankFigures with_comm = mine;
   with_comm.emplace_back("step_ms", step_s * 1e3);
+  // What the others would wait for: this rank's step time less its own waits, per step since the last record.
+  double exposed_s = 0.0;
+  for (const auto& [op, c] : comm.by_op) exposed_s += c.exposed_seconds;
+  with_comm.emplace_back("own_ms", std::max(0.0, unrecorded_step_s_ - exposed_s) * 1e3 /
+                                       static_cast<double>(std::max<int64_t>(1, unrecorded_steps_)));
+  unrecorded_step_s_ = 0.0;
+  unrecorded_steps_ = 0;
   with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
   if (count_wire_) {  // as the traffic counters, the figures' own gather is the next record's
     with_comm.emplace_back("wire_bytes", static_cast<double>(comm.wire_bytes));
@@ -115,6 +125,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   if (!ranks.empty()) {
     record["ranks_summary"] = rank_summary(ranks);
     if (keep_ranks_) record["ranks"] = rank_records(ranks);
+    note_straggler(step, ranks, record);
   }
   for (const auto& [key, value] : rank_.metrics.drain()) record[key] = value;
   reads_by_step_.back() += rank_.host_reads.take();  // the gathered figures
@@ -126,6 +137,20 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   core_log().info(format_progress({step, steps_, out.loss, out.lr, out.result.grad_norm, step_s * 1e3, tokens_per_s,
                                    figures.mfu, mem.peak_bytes, elapsed}));
+}
+
+// Rank 0: the rank that lags, from every rank's own time per step over the last records;
+// logged as it starts and stops lagging, and kept in each record while it does.
+void StepReporter::note_straggler(int64_t step, const std::vector<RankFigures>& ranks, nlohmann::ordered_json& record) {
+  std::vector<double> own;
+  for (const auto& figures : ranks) {
+    for (const auto& [name, value] : figures) {
+      if (name == "own_ms") own.push_back(value);
+    }
+  }
+  const std::optional<Straggler> now = stragglers_.add(own);
+  if (now) record["straggler"] = {{"rank", now->rank}, {"own_ms", now->own_ms}, {"median_ms", now->median_ms}};
+  if (const std::string line = stragglers_.change(now, step); !line.empty()) core_log().warn(line);
 }
 
 // Every rank's figures, on rank 0 only (empty elsewhere): each other rank sends its

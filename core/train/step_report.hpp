@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "metrics/metrics_writer.hpp"
+#include "metrics/straggler_watch.hpp"
 #include "metrics/step_record.hpp"
 #include "metrics/tensorboard_events.hpp"
 #include "train/host_syncs.hpp"
@@ -37,6 +38,7 @@ class StepReporter {
 
  private:
   std::vector<RankFigures> at_rank_zero(const RankFigures& mine);
+  void note_straggler(int64_t step, const std::vector<RankFigures>& ranks, nlohmann::ordered_json& record);
 
   const RunPlan& plan_;
   Rank& rank_;
@@ -50,6 +52,9 @@ class StepReporter {
   bool count_wire_ = false;             // debug.count_wire_bytes
   std::vector<int64_t> syncs_by_step_;  // the waits it saw, of the steps not yet recorded
   std::chrono::steady_clock::time_point start_;
+  double unrecorded_step_s_ = 0.0;  // the steps since the last record, whose communication it counts
+  int64_t unrecorded_steps_ = 0;
+  StragglerWatch stragglers_;       // rank 0's
 };
 
 }  // namespace plait

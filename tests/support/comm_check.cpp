@@ -175,9 +175,9 @@ int main(int argc, char** argv) {
     auto worker = worker_from_env(std::nullopt, std::nullopt);
     PLAIT_CHECK(worker.has_value(), "comm_check needs RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT", "");
     const auto timeout = std::chrono::seconds(30);
-    auto store = worker->rank == 0 ? JobStore::host(worker->master_port, worker->job_id, timeout)
+    auto store = worker->rank == 0 ? JobStore::host(worker->master_port, worker->job_id, timeout, "")
                                    : JobStore::connect(worker->master_addr, worker->master_port, worker->job_id, timeout,
-                                                       "comm_check");
+                                                       "comm_check", "");
     join_all_ranks(*store, worker->rank, worker->world_size, timeout);
     PluginRegistry registry = discover_plugins();
     const std::map<std::string, OptionValue> defaults = {{"threads", int64_t{2}}, {"high_priority_stream", false},

@@ -132,3 +132,43 @@ TEST_CASE("refused: a combination the data plugin lacks, and dimensions that do 
   check_refused(r2);
   CHECK_THAT(r2.result.output, Contains("n_embd 66 is not a multiple of n_head 4"));
 }
+
+TEST_CASE("a command line plait cannot read exits 2 in plait's words, naming the command's --help", "[cli]") {
+  const ProcessResult unknown = run_plait({"run", "x.toml", "--stesp", "3"});
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.output, Contains("error: ") && Contains("--stesp") &&
+                                 Contains("hint: `plait run --help` lists what it takes"));
+  const ProcessResult missing = run_plait({"checkpoint", "diff", "only-one"});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.output, Contains("hint: `plait checkpoint diff --help` lists what it takes"));
+  CHECK(run_plait({"run", "--help"}).exit_code == 0);
+}
+
+TEST_CASE("a damaged checkpoint index is refused in plain words, never the JSON library's", "[cli]") {
+  TempDir dir;
+  const fs::path run = dir / "run";
+  REQUIRE(run_quickstart(run, 2, {"parallel.dp=1"}).exit_code == 0);
+  const fs::path index = run / "checkpoints" / "step-2" / "index.json";
+  const std::string good = read_file(index);
+  auto resume_says = [&](const std::string& text) {
+    write_file(index, text);
+    const ProcessResult r = run_plait({"checkpoint", "inspect", (run / "checkpoints" / "step-2").string()});
+    INFO(r.output);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.output, !Contains("json.exception"));
+    return r.output;
+  };
+  CHECK_THAT(resume_says(good.substr(0, good.size() / 2)), Contains("index.json is not valid JSON: parse error"));
+  nlohmann::json negative = nlohmann::json::parse(good);
+  negative["step"] = -5;
+  CHECK_THAT(resume_says(negative.dump()), Contains("the checkpoint index says step -5") &&
+                                               Contains("which no run can have saved"));
+  nlohmann::json wrong_type = nlohmann::json::parse(good);
+  wrong_type["tokens"] = "many";
+  CHECK_THAT(resume_says(wrong_type.dump()), Contains("the checkpoint index is malformed: type must be number"));
+  fs::remove(index);
+  fs::create_directory(index);
+  const ProcessResult folder = run_plait({"checkpoint", "inspect", (run / "checkpoints" / "step-2").string()});
+  CHECK_THAT(folder.output, Contains("index.json is not a file: the checkpoint's index must be one"));
+  CHECK_THAT(folder.output, !Contains("basic_filebuf"));
+}

@@ -52,6 +52,28 @@ TEST_CASE("plait run trains in one process: loss falls, every file is written", 
                        Contains("warmup_steps = 5") && Contains("steps = 30"));
 }
 
+TEST_CASE("the final line counts the steps this run trained: not the records it kept, nor an earlier run's",
+          "[cli]") {
+  TempDir dir;
+  const auto config = source_path("configs/gpt2-tiny-single.toml");
+  const ProcessResult sparse = run_plait({"run", config, "--steps", "4", "--out", (dir / "sparse").string(), "--set",
+                                          "train.log_every=100"});
+  INFO(sparse.output);
+  CHECK(read_metrics(dir / "sparse").size() == 1);  // only the last step is recorded
+  CHECK_THAT(sparse.output, Contains(" over 4 steps in "));
+  const ProcessResult first = run_plait({"run", config, "--steps", "6", "--out", (dir / "first").string(), "--set",
+                                         "checkpoint.every=3"});
+  REQUIRE(first.exit_code == 0);
+  const ProcessResult resumed = run_plait({"run", config, "--steps", "10", "--out", (dir / "resumed").string(), "--resume",
+                                           (dir / "first").string()});
+  INFO(resumed.output);
+  CHECK_THAT(resumed.output, Contains(" over 4 steps in "));  // steps 7 to 10
+  // A lock file records injected faults, PLAIT_FAULTS' too, with the config that had them.
+  const ProcessResult faulted = run_plait({"run", config, "--steps", "2", "--out", (dir / "faulted").string()},
+                                          {{"PLAIT_FAULTS", "slow rank=0 ms=1"}});
+  CHECK_THAT(read_file(dir / "faulted" / "config.lock.toml"), Contains("faults = [\"slow rank=0 ms=1\"]"));
+}
+
 TEST_CASE("a run is deterministic and its lock file reproduces it", "[cli]") {
   TempDir dir;
   const auto a = dir / "a", b = dir / "b", c = dir / "c";

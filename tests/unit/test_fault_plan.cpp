@@ -12,9 +12,9 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::string refusal(const std::vector<std::string>& specs, int world = 4, int64_t steps = 10) {
+std::string refusal(const std::vector<std::string>& specs, int world = 4, int64_t steps = 10, int64_t restarts = 0) {
   try {
-    check_faults(parse_faults(specs, "run.toml:7"), world, steps);
+    check_faults(parse_faults(specs, "run.toml:7"), world, steps, restarts);
   } catch (const Error& e) {
     return e.what();
   }
@@ -53,6 +53,12 @@ TEST_CASE("a fault on a rank the job lacks, or past its last step, is refused be
                                                        "job does not have (4 ranks)"));
   CHECK_THAT(refusal({"hang rank=1 step=11"}), Contains("is at step 11, past the run's last step (10)"));
   CHECK(refusal({"hang rank=3 step=10", "abort rank=0 op=world#1"}).empty());
+  // A fault in a start the job never makes would never strike.
+  CHECK_THAT(refusal({"kill rank=1 step=2 attempt=1"}),
+             Contains("strikes in attempt 1, but the job restarts at most 0 time(s): it would never happen"));
+  CHECK(refusal({"kill rank=1 step=2 attempt=1"}, 4, 10, /*restarts=*/1).empty());
+  CHECK(parse_faults({"kill rank=1 step=2 attempt=2"}, "x").at(0).attempt == 2);
+  CHECK(parse_faults({"kill rank=1 step=2"}, "x").at(0).attempt == 0);
 }
 
 TEST_CASE("PLAIT_FAULTS adds faults, separated by semicolons, named as such in their errors", "[debug]") {

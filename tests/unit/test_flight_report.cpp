@@ -35,7 +35,7 @@ RankFlightRecord rank_at(int rank, uint64_t entered, bool done, int64_t written_
   r.rank = rank;
   r.step = 3;
   r.written_us = written_us;
-  r.groups["dp.0"] = {{0, 1, 2, 3}, entered, {}};
+  r.groups["dp.0"] = {{0, 1, 2, 3}, entered, {}, {}};
   for (uint64_t s = 1; s <= entered; ++s) {
     r.ops.push_back(collective("dp.0", s, s < entered || done ? "completed" : "started", 10 * kSecond + s));
   }
@@ -78,7 +78,7 @@ TEST_CASE("a rank with no record is the one that held the others up, and the par
 TEST_CASE("a chain of waiting ranks is followed to the rank that waits on no one", "[debug]") {
   // Ranks 0 and 1 wait on dp.0 for rank 3, which waits on group tp.1 for rank 2, which does nothing.
   FlightRecords records = records_of({rank_at(0, 5, false), rank_at(1, 5, false), rank_at(2, 4, true), rank_at(3, 4, true)});
-  for (int r : {2, 3}) records.ranks[r].groups["tp.1"] = {{2, 3}, r == 3 ? 2u : 1u, {}};
+  for (int r : {2, 3}) records.ranks[r].groups["tp.1"] = {{2, 3}, r == 3 ? 2u : 1u, {}, {}};
   records.ranks[3].ops.push_back(collective("tp.1", 1, "completed", 11 * kSecond));
   records.ranks[3].ops.push_back(collective("tp.1", 2, "started", 12 * kSecond));
   records.ranks[2].ops.push_back(collective("tp.1", 1, "completed", 11 * kSecond));
@@ -98,12 +98,12 @@ TEST_CASE("ranks that disagree on a collective's size at the same number are a d
                               Contains("rank 1 issued all_reduce with 2.0 KiB of float32") && Contains("a desync"));
 }
 
-TEST_CASE("a send that meets a send at the same number between two ranks is a desync", "[debug]") {
+TEST_CASE("two ranks that each send to the other and never receive are a hang, named, not a desync", "[debug]") {
   FlightRecords records;
   for (int r : {0, 1}) {
     RankFlightRecord rec;
     rec.rank = r;
-    rec.groups["pp.0"] = {{0, 1}, 0, {{1 - r, 1}}};
+    rec.groups["pp.0"] = {{0, 1}, 0, {{1 - r, 1}}, {}};
     FlightRecordOp op = collective("pp.0", 1, "started", 10 * kSecond);
     op.op = "send";
     op.peer = 1 - r;
@@ -111,8 +111,10 @@ TEST_CASE("a send that meets a send at the same number between two ranks is a de
     records.ranks[r] = rec;
   }
   const FlightFindings f = analyse_flight(records, 2);
-  REQUIRE(f.desync.size() == 1);
-  CHECK_THAT(f.desync[0], Contains("rank 0's send #1 to rank 1 on group pp.0") && Contains("met rank 1's send #1 to rank 0"));
+  CHECK(f.desync.empty());
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("never entered its side of rank ") && Contains("'s send #1 to rank ") &&
+                            Contains(" on group pp.0"));
 }
 
 TEST_CASE("a rank the others keep waiting for is a straggler, and a wait of a moment is not a hang", "[debug]") {
@@ -149,8 +151,8 @@ TEST_CASE("ranks held up by the same rank in another operation are named beside 
   // Rank 0 waits for rank 1's send (its step report) on group world; ranks 2 and 3 are
   // already in the next all-reduce on dp.0, which rank 1 never entered either.
   FlightRecords records = records_of({rank_at(0, 4, true), rank_at(2, 5, false), rank_at(3, 5, false)});
-  for (int r : {0, 2, 3}) records.ranks[r].groups["world"] = {{0, 1, 2, 3}, 0, {}};
-  records.ranks[0].groups["world"].p2p[1] = 9;
+  for (int r : {0, 2, 3}) records.ranks[r].groups["world"] = {{0, 1, 2, 3}, 0, {}, {}};
+  records.ranks[0].groups["world"].recvs[1] = 9;
   FlightRecordOp recv = collective("world", 9, "started", 5 * kSecond);
   recv.op = "recv";
   recv.peer = 1;
@@ -160,4 +162,30 @@ TEST_CASE("ranks held up by the same rank in another operation are named beside 
   CHECK_THAT(f.hang[0], Contains("rank 1 held up its side of rank 0's recv #9 from rank 1 on group world") &&
                             Contains("rank 0 waited") &&
                             Contains("ranks 2, 3 waited for it too, in all_reduce #5 on group dp.0"));
+}
+
+TEST_CASE("a send meets the peer's receive of the same number, whatever order each issued them in", "[debug]") {
+  // A pipeline's two stages: stage 0 sends an activation and receives a gradient, stage 1
+  // receives the activation and sends the gradient; each rank numbers its sends to and its
+  // receives from the other apart, so issuing them in other orders is no desync.
+  auto p2p = [](const std::string& op, int peer, uint64_t seq, int64_t bytes) {
+    FlightRecordOp o = collective("pp.0", seq, "completed", 0);
+    o.op = op;
+    o.peer = peer;
+    o.bytes = bytes;
+    return o;
+  };
+  FlightRecords records;
+  for (int r : {0, 1}) {
+    records.ranks[r].rank = r;
+    records.ranks[r].groups["pp.0"] = {{0, 1}, 0, {{1 - r, 1}}, {{1 - r, 1}}};
+  }
+  records.ranks[0].ops = {p2p("send", 1, 1, 4096), p2p("recv", 1, 1, 4096)};
+  records.ranks[1].ops = {p2p("send", 0, 1, 4096), p2p("recv", 0, 1, 4096)};  // its send went first
+  CHECK(analyse_flight(records, 2).desync.empty());
+  records.ranks[1].ops[1].bytes = 2048;  // it receives half of what rank 0 sends
+  const FlightFindings f = analyse_flight(records, 2);
+  REQUIRE(f.desync.size() == 1);
+  CHECK_THAT(f.desync[0], Contains("rank 0's send #1 to rank 1 on group pp.0") &&
+                              Contains("met rank 1's recv #1 from rank 0 on group pp.0") && Contains("a desync"));
 }

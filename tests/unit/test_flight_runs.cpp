@@ -109,6 +109,12 @@ TEST_CASE("plait debug on a running job asks its ranks for their records and nam
   CHECK_THAT(debug.output, Contains("asking ranks 0–3 (still running) for their flight records") &&
                                Contains("rank 3 came last to ") && Contains(" collectives the others waited in, a median ") &&
                                Contains("a straggler"));
+  // And while it ran, from step times: the launcher's console (rank 0's log) said so, and the records keep it.
+  CHECK_THAT(r.output, Contains(": rank 3 is a straggler: ") && Contains(" of its own work per step against the median rank's "));
+  const auto metrics = read_metrics(out);
+  REQUIRE(metrics.size() == 40);
+  CHECK(metrics.back().at("straggler").at("rank") == 3);
+  CHECK(metrics.back().at("straggler").at("own_ms").get<double>() > 300.0);
 }
 
 TEST_CASE("plait debug refuses a folder without flight records, saying when ranks write them", "[flight]") {

@@ -86,6 +86,30 @@ TEST_CASE("no plugin may be named 'none', which means no plugin in every role", 
              Contains("libplait_plugin_fixture_named_none.so declares no usable name (\"none\" means no plugin, in every role)"));
 }
 
+TEST_CASE("a plugin whose file or folder others can write is not loaded, saying why, as ssh refuses a key file",
+          "[plugins]") {
+  TempDir dir;
+  const fs::path folder = dir / "plugins";
+  fs::create_directories(folder);
+  const fs::path library = folder / "libplait_plugin_fixture_good.so";
+  fs::copy_file(fixture("good") + "/libplait_plugin_fixture_good.so", library);
+  fs::permissions(folder, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(library, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  PluginRegistry sound = discover({folder.string()});
+  CHECK(sound.refusals().empty());
+  CHECK(sound.find("fixture-good") != nullptr);
+
+  fs::permissions(folder, fs::perms::all);  // 777: anyone could drop a library there
+  CHECK(only_refusal(discover({folder.string()})) ==
+        concat("plugin library ", library.string(), " is not loaded: its folder ", folder.string(),
+               " can be written by others (mode 777), so anyone could put code in this job; chmod go-w ", folder.string()));
+  fs::permissions(folder, fs::perms::others_write | fs::perms::group_write, fs::perm_options::remove);
+  fs::permissions(library, fs::perms::group_write, fs::perm_options::add);  // 664
+  CHECK_THAT(only_refusal(discover({folder.string()})),
+             Contains("is not loaded: the file can be written by others (mode 664)"));
+}
+
 TEST_CASE("the same folder twice on the path is not a duplicate", "[plugins]") {
   const std::size_t once = discover({builtin_plugin_dir()}).plugins().size();
   PluginRegistry r = discover({builtin_plugin_dir(), builtin_plugin_dir()});

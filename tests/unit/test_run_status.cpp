@@ -151,6 +151,36 @@ TEST_CASE("a launcher killed with SIGKILL: its ranks stop, say why in their logs
   CHECK(s.at("step").get<int>() >= 1);
 }
 
+TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job say so, and the status fails at the last step "
+          "that ended",
+          "[status]") {
+  TempDir dir;
+  for (const int sig : {SIGINT, SIGTERM}) {
+    for (const bool launcher : {false, true}) {
+      const auto out = dir / concat("run-", sig, launcher ? "-launcher" : "-single");
+      auto job = std::async(std::launch::async, [&] {
+        return run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "100000", "--out", out.string(),
+                          "--set", launcher ? "parallel.dp=2" : "parallel.dp=1"});
+      });
+      REQUIRE(wait_for(out / "metrics.jsonl", "\"step\":30,"));
+      // The one process writes its status itself; the launcher is its first rank's parent.
+      const int target = launcher ? parent_of(rank_pids(out).at(0)) : status_of(out).at("pid").get<int>();
+      ::kill(target, sig);
+      const ProcessResult r = job.get();
+      INFO(r.output);
+      CHECK(r.exit_code != 0);
+      const std::string said = launcher ? concat("interrupted by signal ", sig) : concat("plait run stops: it got signal ", sig);
+      CHECK_THAT(r.output, Contains(said));
+      if (!launcher) CHECK_THAT(read_file(out / "run.log"), Contains(said));
+      const nlohmann::json s = status_of(out);
+      CHECK(s.at("state") == "failed");
+      CHECK_THAT(s.at("reason").get<std::string>(), Contains(launcher ? "interrupted by signal" : "plait run stops"));
+      // Not the step written a second ago: the last that ended, as metrics.jsonl has it (or one more).
+      CHECK(s.at("step").get<int64_t>() >= read_metrics(out).back().at("step").get<int64_t>());
+    }
+  }
+}
+
 TEST_CASE("plait --version names plait, LibTorch, the plugin API, CUDA and the communicators", "[status]") {
   const ProcessResult r = run_plait({"--version"});
   INFO(r.output);

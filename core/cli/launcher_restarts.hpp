@@ -1,0 +1,50 @@
+#pragma once
+// What plait's launcher does between a fault and the restart that follows it
+// ([distributed] max_restarts): agree with the other nodes' launchers whether to restart
+// and from which checkpoint, and keep the record of each restart (restarts.json,
+// status.json, the log), timed from the fault to the first step after it.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "distributed/restart_agreement.hpp"
+#include "distributed/supervisor.hpp"
+#include "run/launch_plan.hpp"
+#include "run/restart_record.hpp"
+#include "run/run_status.hpp"
+
+namespace plait {
+class JobStore;
+}
+
+namespace plait::cli {
+
+// Every launcher calls it once its ranks of `attempt` have stopped: node 0 decides for all.
+RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
+                                 const JobStopped& stopped);
+
+class RestartBook {
+ public:
+  RestartBook(std::string run_folder, int node_rank, RunStatus& status);
+  // A restart decided: logged on every node, recorded on node 0.
+  void restarting(const RestartDecision& decision);
+  // The new start's ranks were launched.
+  void started();
+  // Node 0, while the restarted job runs: once its rank 0 reports its first step, the
+  // record gets the recovery's times.
+  void poll_first_step(JobStore& attempt_store);
+  // Flight records of a start that ended go to flight/attempt-<n>/, for its ranks on this node.
+  void keep_flight_records(int attempt, const std::vector<int>& ranks) const;
+  int restarts() const { return restarts_; }
+
+ private:
+  std::string folder_;
+  int node_rank_ = 0;
+  RunStatus& status_;
+  int restarts_ = 0;
+  std::vector<RestartRecord> records_;
+  int64_t notice_us_ = 0, fault_us_ = 0, started_us_ = 0;
+  bool awaiting_first_step_ = false;
+};
+
+}  // namespace plait::cli
