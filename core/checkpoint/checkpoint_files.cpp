@@ -12,6 +12,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/json_problem.hpp"
 
@@ -101,10 +102,38 @@ void prune(const fs::path& root, int64_t keep_last) {
   }
 }
 
+namespace {
+
+// A step-<N> name orders checkpoints, so it must be the step its index holds: a folder
+// renamed or copied in under another step's name would be resumed as that step.
+void check_name_is_step(const fs::path& folder) {
+  const CheckpointIndex index = read_index(folder);
+  PLAIT_CHECK(folder.filename().string() == step_folder_name(index.step),
+              concat("checkpoint ", folder.string(), " holds step ", index.step, " (its index.json says so), not the step ",
+                     "its name says"),
+              concat("it was renamed or copied in: rename it ", step_folder_name(index.step),
+                     ", or name the checkpoint to resume from"));
+}
+
+// `latest` one behind the newest is a save that finished but crashed before `latest` was
+// rewritten; any other disagreement is said, since the user may have meant `latest`.
+void say_if_latest_differs(const fs::path& root, const fs::path& newest) {
+  std::string latest;
+  if (std::ifstream in(root / kLatest); in) std::getline(in, latest);
+  if (latest.empty() || latest == newest.filename().string()) return;
+  core_log().warn((root / kLatest).string(), " names ", latest, ", but ", newest.filename().string(),
+                  " is newer and complete: resuming from it (name ", (root / latest).string(), " to resume from that one)");
+}
+
+}  // namespace
+
 std::optional<fs::path> newest_checkpoint(const fs::path& root) {
   const auto all = complete_checkpoints(root);
   if (all.empty()) return std::nullopt;
-  return all.back().second;
+  const fs::path newest = all.back().second;
+  check_name_is_step(newest);
+  say_if_latest_differs(root, newest);
+  return newest;
 }
 
 fs::path resolve_checkpoint(const fs::path& path) {

@@ -4,6 +4,8 @@
 #include <functional>
 #include <numeric>
 
+#include "io/safetensors_header.hpp"
+#include "model/hf_format.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/json_problem.hpp"
 
@@ -40,6 +42,20 @@ TensorPart part_from(const nlohmann::json& j) {
     p.lengths = j.at("lengths").get<std::vector<int64_t>>();
   }
   return p;
+}
+
+// What resume, export and the launcher read of the saved state, read here once: a
+// checkpoint that `plait checkpoint verify` passes is one they can read.
+void check_state(const CheckpointIndex& index, const std::string& where) {
+  const nlohmann::json& trainer = index.state.at("trainer");
+  for (const char* key : {"updates", "skipped", "samples", "tokens"}) trainer.at(key).get<int64_t>();
+  PLAIT_CHECK(trainer.at("step").get<int64_t>() == index.step,
+              concat(where, ": its step is ", index.step, " but its trainer state's is ", trainer.at("step").get<int64_t>()),
+              "the checkpoint is damaged");
+  index.state.at("data").at("order").get<std::string>();
+  index.state.at("data").at("seed").get<uint64_t>();
+  for (const char* key : {"dp", "micro_batch_size", "grad_accum"}) index.state.at("global_batch").at(key).get<int64_t>();
+  model_from_json(index.state.at("model"));
 }
 
 }  // namespace
@@ -100,6 +116,7 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
                            f.at("block_bytes").get<int64_t>(), f.at("blocks").get<std::string>()};
     }
     for (const auto& [name, t] : j.at("tensors").items()) index.tensors[name] = tensor_from_json(t);
+    check_state(index, where);
   } catch (const nlohmann::json::exception& e) {
     throw Error(concat(where, ": the checkpoint index is malformed: ", json_problem(e)), "the checkpoint is damaged");
   }
@@ -108,7 +125,16 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
               concat(where, ": the checkpoint index says step ", index.step, ", ", index.tokens, " tokens, ", index.samples,
                      " samples, which no run can have saved"),
               "the checkpoint is damaged; resume from another");
+  for (const auto& [name, f] : index.files) {
+    PLAIT_CHECK(f.bytes >= 0 && f.block_bytes > 0 &&
+                    static_cast<int64_t>(f.blocks.size()) == 16 * ((f.bytes + f.block_bytes - 1) / f.block_bytes),
+                concat(where, ": the block checksums of ", name, " do not fit its ", f.bytes, " bytes"),
+                "the checkpoint is damaged");
+  }
   for (const auto& [name, t] : index.tensors) {
+    PLAIT_CHECK(safetensors_dtype_bytes(t.dtype) > 0, concat(where, ": tensor ", name, " has dtype '", t.dtype,
+                                                             "', which no safetensors file holds"),
+                "the checkpoint is damaged");
     for (const auto& p : t.parts) {
       PLAIT_CHECK(index.files.count(p.file) == 1,
                   concat(where, ": tensor ", name, " has a part in ", p.file, ", which the index does not list"),

@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include <unistd.h>
+
 #include "plait/sdk/error.hpp"
 
 namespace plait::checkpoint {
@@ -33,10 +35,25 @@ std::string canonical_folder(const std::string& path) {
 
 }  // namespace
 
-void check_checkpoint_owner(const Options& checkpoint, const std::string& run_folder) {
+void check_checkpoint_dir(const Options& checkpoint, const std::string& run_folder) {
   const auto dir = checkpoint.find<std::string>("dir");
-  if (!dir || !fs::is_directory(*dir)) return;
+  if (!dir) return;  // the run folder's own checkpoints/, checked with it
   const std::string where = checkpoint.where("dir");
+  // Found now, not at the first save after hours of training.
+  std::error_code ec;
+  if (checkpoint.get<int64_t>("every") > 0 || checkpoint.get<bool>("final")) {
+    fs::path nearest = fs::absolute(*dir);
+    while (!nearest.empty() && !fs::exists(nearest, ec) && nearest != nearest.parent_path()) nearest = nearest.parent_path();
+    const bool itself = nearest == fs::absolute(*dir);
+    PLAIT_CHECK(fs::is_directory(nearest, ec),
+                concat(where, ": [checkpoint] dir ", *dir,
+                       itself ? " is a file, not a folder" : concat(" cannot be made: ", nearest.string(), " is a file")),
+                "name a folder for the checkpoints");
+    PLAIT_CHECK(::access(nearest.c_str(), W_OK | X_OK) == 0,
+                concat(where, ": [checkpoint] dir ", *dir, ": ", nearest.string(), " is not writable"),
+                "choose a folder this user can write, or check its permissions");
+  }
+  if (!fs::is_directory(*dir, ec)) return;
   std::ifstream in(fs::path(*dir) / kOwner);
   std::string owner;
   std::getline(in, owner);

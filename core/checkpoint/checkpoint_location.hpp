@@ -16,12 +16,13 @@ std::filesystem::path checkpoint_root(const Options& checkpoint, const std::stri
 // checkpoint folder when there is one; nothing: a fresh start.
 std::optional<std::filesystem::path> resume_source(const Options& checkpoint, const std::string& run_folder);
 
-// A folder of checkpoints belongs to the run that saves into it: with [checkpoint] dir,
+// [checkpoint] dir, before launch: a folder this run can make or write (when it saves),
+// and one it owns. A folder of checkpoints belongs to the run that saves into it: with [checkpoint] dir,
 // its `owner` file names that run's folder. Refused before launch: another run's folder
 // of checkpoints (saving there would replace its `latest`, and keep_last prune its
 // checkpoints), or one holding checkpoints no run claims. The run folder's own
 // checkpoints/ needs no owner file.
-void check_checkpoint_owner(const Options& checkpoint, const std::string& run_folder);
+void check_checkpoint_dir(const Options& checkpoint, const std::string& run_folder);
 // Records this run as the owner (once its run folder is held).
 void claim_checkpoints(const Options& checkpoint, const std::string& run_folder);
 

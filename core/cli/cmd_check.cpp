@@ -39,10 +39,7 @@ double run_timed(const std::vector<std::string>& argv, const fs::path& log, cons
 std::vector<std::string> run_argv(const CheckArgs& args, const fs::path& folder, const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {boost::dll::program_location().string(), "run", args.run.config, "--out",
                                    folder.string(), "--set", "debug.dump_grads=true"};
-  for (const auto& s : args.run.overrides()) {
-    argv.push_back("--set");
-    argv.push_back(s);
-  }
+  for (const auto& s : args.run.override_argv()) argv.push_back(s);
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

@@ -123,7 +123,7 @@ int sweep(const SweepArgs& args) {
     const fs::path run = choose_run_folder("", args.config);
     return run.parent_path() / ("sweep-" + run.filename().string());
   }();
-  check_run_folder(folder.string());
+  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
   const std::vector<Outcome> outcomes = check_combinations(args, sweep::combinations(variations), folder);
   std::vector<sweep::Combination> kept;
   for (const auto& o : outcomes) {
@@ -134,10 +134,15 @@ int sweep(const SweepArgs& args) {
       std::cout << "skipped " << o.combination.name << ": " << o.refused << "\n";
     }
   }
+  PLAIT_CHECK(!kept.empty(),
+              concat("every one of the sweep's ", outcomes.size(), " combinations was refused before launch (the reasons "
+                     "are above): nothing would run"),
+              "fix the config or the --vary values; plait config validate CONFIG --set KEY=VALUE checks one combination");
   const auto order = sweep::run_order(kept, args.repeats);
   std::cout << "sweep: " << outcomes.size() << " combinations, " << kept.size() << " valid, " << order.size()
             << " runs into " << folder.string() << "\n";
-  create_run_folder(folder.string());
+  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
+  fs::create_directories(folder);
   fs::create_directories(folder / "logs");
   catch_interrupts();
   nlohmann::ordered_json runs = nlohmann::json::array();

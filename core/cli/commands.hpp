@@ -27,6 +27,9 @@ struct RunArgs {
 
   // The --set flags with --steps (and the other flags that set config keys) as more.
   std::vector<std::string> overrides() const;
+  // The same as another `plait run`'s arguments: "--set" before each assignment, a value
+  // flag ("--steps=4") as itself.
+  std::vector<std::string> override_argv() const;
 };
 int run(const RunArgs& args);
 int config_validate(const RunArgs& args);

@@ -19,7 +19,8 @@ std::optional<int64_t> integer_flag(const std::string& flag, const std::optional
   PLAIT_CHECK(ec != std::errc::invalid_argument && ptr == end, concat(flag, " ", shown, ": expected a whole number"),
               concat(flag, " takes an integer from ", min, " to ", max));
   PLAIT_CHECK(ec != std::errc::result_out_of_range && value >= min && value <= max,
-              concat(flag, " ", shown, " is out of range: it takes ", min, " to ", max), "");
+              concat(flag, " ", shown, " is out of range: it takes ", min, " to ", max),
+              concat("give ", flag, " a whole number from ", min, " to ", max, ", or leave it out for the default"));
   return value;
 }
 

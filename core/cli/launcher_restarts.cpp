@@ -84,11 +84,8 @@ RestartDecision decide(const PreparedRun& prep, const LaunchPlan& launch, int at
   return d;
 }
 
-}  // namespace
-
-RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
-                                 const JobStopped& stopped) {
-  if (prep.config->distributed().max_restarts == 0) return RestartDecision::none("");
+RestartDecision agree(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
+                      const JobStopped& stopped) {
   const StopReport own = own_report(launch, attempt, stopped);
   report_stopped(job, attempt, own);
   if (launch.node_rank != 0) {
@@ -101,6 +98,19 @@ RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const L
   d.origin = reports.origin().value_or(own);
   publish_decision(job, attempt, d);
   return d;
+}
+
+}  // namespace
+
+RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
+                                 const JobStopped& stopped) {
+  if (prep.config->distributed().max_restarts == 0) return RestartDecision::none("");
+  try {
+    return agree(job, prep, launch, attempt, stopped);
+  } catch (const std::exception& e) {
+    // The store went with node 0's launcher (its node lost, or itself killed): no one can agree.
+    return RestartDecision::none(concat("the launchers could not agree through the job's store: ", first_line(e.what())));
+  }
 }
 
 RestartBook::RestartBook(std::string run_folder, int node_rank, RunStatus& status)
@@ -161,13 +171,19 @@ void RestartBook::poll_first_step(JobStore& attempt_store) {
   }
 }
 
-void RestartBook::keep_flight_records(int attempt, const std::vector<int>& ranks) const {
+void RestartBook::keep_flight_records(int attempt) const {
   const fs::path flight = fs::path(folder_) / "flight";
   const fs::path kept = flight / concat("attempt-", attempt);
   std::error_code ec;
   fs::create_directories(kept, ec);
-  for (int r : ranks) fs::rename(flight / concat("rank-", r, ".json"), kept / concat("rank-", r, ".json"), ec);
-  if (node_rank_ == 0) fs::rename(flight / "report.txt", kept / "report.txt", ec);
+  std::vector<fs::path> moving;  // listed first: a folder is not renamed from while it is read
+  for (const auto& entry : fs::directory_iterator(flight, ec)) {
+    const std::string name = entry.path().filename().string();
+    if ((name.rfind("rank-", 0) == 0 && entry.path().extension() == ".json") || name == "report.txt") {
+      moving.push_back(entry.path());
+    }
+  }
+  for (const auto& path : moving) fs::rename(path, kept / path.filename(), ec);
 }
 
 }  // namespace plait::cli

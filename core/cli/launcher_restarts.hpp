@@ -33,8 +33,9 @@ class RestartBook {
   // Node 0, while the restarted job runs: once its rank 0 reports its first step, the
   // record gets the recovery's times.
   void poll_first_step(JobStore& attempt_store);
-  // Flight records of a start that ended go to flight/attempt-<n>/, for its ranks on this node.
-  void keep_flight_records(int attempt, const std::vector<int>& ranks) const;
+  // Flight records of a start that ended (this node's ranks', and those taken from the
+  // other nodes) go to flight/attempt-<n>/.
+  void keep_flight_records(int attempt) const;
   int restarts() const { return restarts_; }
 
  private:

@@ -1,4 +1,5 @@
 // plait: a training runtime in which every parallelism strategy is a plugin.
+#include <csignal>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -263,7 +264,12 @@ int dispatch(CLI::App& app, Commands& c) {
     return debug_run(c.debug_args);
   }
   if (*c.export_cmd) {
-    if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) c.export_args.shard_mb = *mb;
+    if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) {
+      // Bytes are counted in int64: past a petabyte a shard size would overflow (and one file holds any model).
+      PLAIT_CHECK(*mb <= 1e9, plait::concat("--shard-mb ", *c.export_shard_mb, ": at most 1000000000 (a petabyte)"),
+                  "a shard larger than the model is one file anyway; leave --shard-mb out for the default");
+      c.export_args.shard_mb = *mb;
+    }
     return export_hf(c.export_args);
   }
   std::cout << app.help();
@@ -273,6 +279,9 @@ int dispatch(CLI::App& app, Commands& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) fails the write that meets it, which plait reports naming
+  // the file and cleans up after, instead of killing the process without a word.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"plait: a training runtime in which every parallelism strategy is a plugin"};
   Commands commands;
   define(app, commands);

@@ -7,6 +7,7 @@
 #include <torch/headeronly/version.h>
 
 #include "checkpoint/checkpoint_files.hpp"
+#include "config/config_loader.hpp"
 #include "cli/run_modes.hpp"
 #include "data/make_sampler.hpp"
 #include "debug/fault_plan.hpp"
@@ -20,12 +21,21 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> RunArgs::overrides() const {
   std::vector<std::string> out = sets;
-  if (steps) out.push_back(concat("train.steps=", *steps));
+  if (steps) out.push_back(flag_override("--steps", concat(*steps)));
   // Absolute: ranks may start elsewhere than this shell.
-  if (resume) out.push_back(concat("checkpoint.resume_from=", fs::absolute(*resume).lexically_normal().string()));
-  if (allow_batch_change) out.push_back("checkpoint.allow_batch_change=true");
-  if (max_restarts) out.push_back(concat("distributed.max_restarts=", *max_restarts));
+  if (resume) out.push_back(flag_override("--resume", fs::absolute(*resume).lexically_normal().string()));
+  if (allow_batch_change) out.push_back(flag_override("--allow-batch-change", "true"));
+  if (max_restarts) out.push_back(flag_override("--max-restarts", concat(*max_restarts)));
   return out;
+}
+
+std::vector<std::string> RunArgs::override_argv() const {
+  std::vector<std::string> argv;
+  for (const auto& s : overrides()) {
+    if (s.rfind("--", 0) != 0) argv.push_back("--set");
+    argv.push_back(s);
+  }
+  return argv;
 }
 
 LaunchRequest launch_request(const RunArgs& args) {

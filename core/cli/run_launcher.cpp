@@ -11,6 +11,7 @@
 #include "cli/run_modes.hpp"
 #include "debug/fault_plan.hpp"
 #include "debug/flight_summary.hpp"
+#include "distributed/flight_exchange.hpp"
 #include "distributed/job_token.hpp"
 #include "distributed/rendezvous.hpp"
 #include "distributed/supervisor.hpp"
@@ -35,10 +36,7 @@ SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch,
   SupervisorSpec spec;
   spec.executable = boost::dll::program_location().string();
   spec.args = {"run", fs::absolute(args.config).string(), "--out", folder};
-  for (const auto& s : args.overrides()) {
-    spec.args.push_back("--set");
-    spec.args.push_back(s);
-  }
+  for (const auto& s : args.override_argv()) spec.args.push_back(s);
   if (!resume_from.empty()) {
     spec.args.push_back("--set");
     spec.args.push_back("checkpoint.resume_from=" + resume_from);
@@ -86,6 +84,30 @@ std::string job_token(const LaunchPlan& launch) {
                     "PLAIT_JOB_TOKEN or PLAIT_JOB_TOKEN_FILE to one secret on every node");
   }
   return token;
+}
+
+// Several machines: each node's rank files are in its own run folder, so the launchers
+// trade their ranks' flight records through the store (flight_exchange.hpp) before they
+// report, and every node's paragraph covers every rank.
+void post_own_flight(JobStore& store, int attempt, const LaunchPlan& launch, const SupervisorSpec& spec) {
+  if (launch.nnodes == 1) return;
+  std::vector<int> ranks;
+  for (const auto& r : spec.ranks) ranks.push_back(r.rank);
+  try {
+    post_flight_records(store, attempt, launch.folder, ranks);
+  } catch (const std::exception&) {
+    // The store is gone with node 0: this node's report covers its own ranks.
+  }
+}
+
+void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const PreparedRun& prep,
+                   std::chrono::milliseconds wait) {
+  if (launch.nnodes == 1) return;
+  try {
+    take_flight_records(store, attempt, launch.folder, static_cast<int>(prep.world_size), wait);
+  } catch (const std::exception&) {
+    // as above
+  }
 }
 
 // A job that cannot go on: every rank has stopped and written what it could, so their
@@ -153,13 +175,13 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       supervise(spec, core_log());
       break;
     } catch (const JobStopped& stopped) {
+      post_own_flight(*store, attempt, launch, spec);
       const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
+      gather_flight(*store, attempt, launch, prep, spec.grace + std::chrono::seconds(2));  // the others are stopping too
       if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, spec.grace);
-      std::vector<int> ranks;
-      for (const auto& r : spec.ranks) ranks.push_back(r.rank);
       const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
       if (!flight.empty()) core_log().warn(flight);
-      restarts.keep_flight_records(attempt, ranks);
+      restarts.keep_flight_records(attempt);
       restarts.restarting(decision);
       resume_from = decision.resume_from;
     } catch (const std::exception& failure) {

@@ -6,6 +6,7 @@
 #include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
 #include "debug/fault_injector.hpp"
+#include "distributed/flight_recorder.hpp"
 #include "log/logging.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_folder_lock.hpp"
@@ -33,6 +34,7 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
                        .stderr_is_logged = false,
                        .status_folder = folder,
                        .launcher_parent = false});
+  install_crash_flight_record();  // a crash names the plugin hook it happened in
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
   const std::vector<FaultSpec> injected = configured_faults(prep.config->debug().faults, "[debug] faults");
   std::vector<std::string> texts;

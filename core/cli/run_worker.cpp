@@ -52,7 +52,7 @@ std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, c
       std::error_code ec;
       const bool reuse = prep.config->checkpoint().resume == "auto" && fs::is_directory(folder, ec) && !fs::is_empty(folder, ec);
       if (reuse) check_run_folder_free(folder);
-      checkpoint::check_checkpoint_owner(prep.config->table("checkpoint"), folder);
+      checkpoint::check_checkpoint_dir(prep.config->table("checkpoint"), folder);
       const auto from = reuse ? check_resume(prep, folder) : std::nullopt;
       held = claim_run_folder(folder, reuse, from ? from->step : 0);
       checkpoint::claim_checkpoints(prep.config->table("checkpoint"), folder);
@@ -184,7 +184,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     write_process_flight_record(e.what());
     try {
       JobStore* job = joined.world ? joined.world->store() : store.get();
-      if (job != nullptr) report_rank_failure(*job, {worker.rank, e.what(), e.hint()});
+      if (job != nullptr) report_rank_failure(*job, {worker.rank, e.what(), e.hint(), says_peer_lost(e.what())});
     } catch (const std::exception&) {
       // The store is gone (its host failed first): the error below is still this rank's news.
     }

@@ -201,7 +201,7 @@ void judge_speed(std::vector<RunFigures>& figures) {
     RunSpeed& s = figures[k].speed;
     s.ratio = first.tokens_per_s.median > 0 ? s.tokens_per_s.median / first.tokens_per_s.median : 0.0;
     const int side = speed_difference(s, first);
-    s.verdict = side < 0 ? "faster" : side > 0 ? "slower" : "within noise";
+    s.verdict = !speed_judgeable(s, first) ? kTooFewSteps : side < 0 ? "faster" : side > 0 ? "slower" : "within noise";
   }
 }
 
@@ -360,6 +360,10 @@ void warn_about(Comparison& c) {
     if (!r.state.empty() && r.state != "finished") {
       c.warnings.push_back(concat(r.name, " did not finish (", r.state, r.reason.empty() ? "" : ": " + r.reason, ")"));
     }
+    if (r.torn_last_line) {
+      c.warnings.push_back(concat(r.name, ": the last line of its metrics.jsonl was cut short (the run stopped while "
+                                  "writing it) and is left out"));
+    }
   }
   for (const char* key : {"model.family", "model.size", "model.n_layer", "model.n_embd"}) {
     for (const auto& r : c.runs) {
@@ -374,7 +378,12 @@ void warn_about(Comparison& c) {
 
 }  // namespace
 
+bool speed_judgeable(const RunSpeed& a, const RunSpeed& b) {
+  return paired(a, b) || std::min(a.step_ms.n, b.step_ms.n) >= kFewestStepsToJudge;
+}
+
 int speed_difference(const RunSpeed& a, const RunSpeed& b) {
+  if (!speed_judgeable(a, b)) return 0;
   if (!paired(a, b)) return a.step_ms.against(b.step_ms);
   std::vector<double> d;
   for (std::size_t i = 0; i < a.repeat_step_ms.size(); ++i) d.push_back(std::log(a.repeat_step_ms[i] / b.repeat_step_ms[i]));

@@ -56,6 +56,12 @@ struct RunSpeed {
 // repeats (the machine's drift) is the noise. With one run each, the notches of the
 // pooled steps.
 int speed_difference(const RunSpeed& a, const RunSpeed& b);
+// Whether a and b have enough steps measured to judge (kFewestStepsToJudge each, or
+// paired repeats): a notch over one or two steps has no width, and would call any
+// difference real.
+constexpr int64_t kFewestStepsToJudge = 5;
+bool speed_judgeable(const RunSpeed& a, const RunSpeed& b);
+inline constexpr const char* kTooFewSteps = "too few steps to tell";
 // The rule speed_difference used, in words.
 std::string speed_rule(const RunSpeed& a, const RunSpeed& b);
 

@@ -103,6 +103,12 @@ Section speed_section(const Comparison& c) {
     if (sp.verdict == "within noise") {
       s.sentences.push_back(concat(c.runs[k].name, " and ", c.runs.front().name, ": the difference (", fixed(sp.ratio, 3),
                                    "x tokens/s) is within the noise of the step times; it is not a measured difference."));
+    } else if (sp.verdict == kTooFewSteps) {
+      s.sentences.push_back(concat(c.runs[k].name, " and ", c.runs.front().name, ": ",
+                                   std::min(sp.step_ms.n, c.figures.front().speed.step_ms.n),
+                                   " step(s) measured after warm-up, and ", kFewestStepsToJudge,
+                                   " are needed to call either faster; the ", fixed(sp.ratio, 3),
+                                   "x is not a measured difference (train more steps, or plait sweep --repeats 3)."));
     }
   }
   return s;
@@ -123,7 +129,10 @@ Section ranking_section(const Comparison& c) {
     const RunSpeed& sp = c.figures[k].speed;
     int64_t peak = 0;
     for (const auto& m : c.figures[k].memory) peak = std::max(peak, m.peak);
-    const std::string against = place == 0 ? "fastest" : speed_difference(sp, best) > 0 ? "slower" : "within noise";
+    const std::string against = place == 0                       ? "fastest"
+                                 : !speed_judgeable(sp, best)     ? kTooFewSteps
+                                 : speed_difference(sp, best) > 0 ? "slower"
+                                                                  : "within noise";
     t.rows.push_back({std::to_string(place + 1), c.runs[k].name, fixed(sp.tokens_per_s.median, 0),
                       fixed(sp.tokens_per_s.median / best.tokens_per_s.median, 3) + "x",
                       fixed(sp.step_ms.median, 2) + " (" + fixed(sp.step_ms.q1, 2) + "-" + fixed(sp.step_ms.q3, 2) + ")",

@@ -83,8 +83,11 @@ void read_metrics(RunRecord& run, const fs::path& file) {
     try {
       run.metrics.push_back(nlohmann::json::parse(line));
     } catch (const nlohmann::json::exception& e) {
-      // A run killed while writing leaves its last line short: that line is dropped.
-      if (in.peek() == EOF) break;
+      // A run killed while writing leaves its last line short: that line is dropped, and said.
+      if (in.peek() == EOF) {
+        run.torn_last_line = true;
+        break;
+      }
       throw Error(concat(file.string(), ":", line_no, ": not a JSON record: ", json_problem(e)),
                   "the run's metrics were damaged after it wrote them");
     }

@@ -33,6 +33,7 @@ struct RunRecord {
   std::string reason;                      // why it failed
   int64_t world_size = 1;
   double flops_per_token = 0.0;
+  bool torn_last_line = false;  // metrics.jsonl ended in a line cut short, which was left out
 };
 
 // Reads a run folder; fails naming the folder and the file that is missing or malformed.

@@ -143,6 +143,14 @@ ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::ve
   }
   stack.push_back(file);
   const toml::table root = parse_or_throw(file, shown);
+  // Bundles are found through the named config's [bundles] paths before any bundle is
+  // read: a bundle's own would be shown as in effect and never used.
+  if (const toml::node* paths = root.at_path("bundles.paths").node(); paths != nullptr && named_at != nullptr) {
+    throw Error(concat(source_of(paths->source(), shown).describe(),
+                       ": [bundles] paths in a bundle has no effect: only the config named on the command line says "
+                       "where bundles are found"),
+                "move it into that config, or set PLAIT_BUNDLE_PATH");
+  }
   ConfigTree merged;
   for (const auto& [base, where] : extends_of(root, file, shown, dirs)) {
     merged.merge_from(load_file(base, stack, files, &where, dirs));
@@ -197,9 +205,39 @@ std::vector<BundleDir> config_bundle_dirs(const fs::path& file) {
   return out;
 }
 
-void apply_override(ConfigTree& tree, const std::string& assignment) {
-  const std::string flag = "--set " + assignment;  // Source::describe() abbreviates it
-  const std::string shown = abbreviate(flag);
+namespace {
+
+struct ValueFlag {
+  std::string_view flag, key;
+};
+constexpr ValueFlag kValueFlags[] = {{"--steps", "train.steps"},
+                                     {"--resume", "checkpoint.resume_from"},
+                                     {"--max-restarts", "distributed.max_restarts"},
+                                     {"--allow-batch-change", "checkpoint.allow_batch_change"}};
+
+// "--resume=runs/a" -> {"checkpoint.resume_from=runs/a", "--resume runs/a"}; anything else
+// is a --set assignment.
+std::pair<std::string, std::string> assignment_and_flag(const std::string& override_text) {
+  const auto eq = override_text.find('=');
+  if (override_text.rfind("--", 0) == 0 && eq != std::string::npos) {
+    const std::string_view flag(override_text.data(), eq);
+    for (const auto& f : kValueFlags) {
+      if (f.flag != flag) continue;
+      const std::string value = override_text.substr(eq + 1);
+      const bool bare = f.key == "checkpoint.allow_batch_change";
+      return {concat(f.key, "=", value), bare ? std::string(flag) : concat(flag, " ", value)};
+    }
+  }
+  return {override_text, "--set " + override_text};
+}
+
+}  // namespace
+
+std::string flag_override(const std::string& flag, const std::string& value) { return concat(flag, "=", value); }
+
+void apply_override(ConfigTree& tree, const std::string& override_text) {
+  const auto [assignment, flag] = assignment_and_flag(override_text);
+  const std::string shown = abbreviate(flag);  // Source::describe() abbreviates it too
   const auto eq = assignment.find('=');
   if (eq == std::string::npos) {
     throw Error(shown + ": expected table.key=value", "for example --set train.lr=3e-4");
@@ -210,6 +248,10 @@ void apply_override(ConfigTree& tree, const std::string& assignment) {
   if (dot == std::string::npos || dot == 0 || dot + 1 == dotted.size() ||
       dotted.find('.', dot + 1) != std::string::npos) {
     throw Error(shown + ": the key must be table.key, got '" + abbreviate(dotted) + "'", "for example --set train.steps=100");
+  }
+  if (dotted == "bundles.paths") {
+    throw Error(shown + ": [bundles] paths cannot be set with --set: bundles are found before --set applies",
+                "write [bundles] paths in the config, or set PLAIT_BUNDLE_PATH");
   }
   ConfigValue value;
   try {

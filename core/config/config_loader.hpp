@@ -23,7 +23,13 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
 std::vector<BundleDir> config_bundle_dirs(const std::filesystem::path& file);
 
 // Parses one "table.key=value" into `tree`. The value is read as TOML; a value that is
-// not valid TOML is taken as a bare string (so --set model.size=124m works).
+// not valid TOML is taken as a bare string (so --set model.size=124m works). An override
+// may also be "--flag=value" for a flag of `plait run` that stands for one config value
+// (--steps, --resume, --max-restarts, --allow-batch-change): the value keeps that flag's
+// name as its source, so an error about it names what the user typed.
 void apply_override(ConfigTree& tree, const std::string& assignment);
+
+// The override a value flag makes: flag_override("--resume", "runs/a") == "--resume=runs/a".
+std::string flag_override(const std::string& flag, const std::string& value);
 
 }  // namespace plait

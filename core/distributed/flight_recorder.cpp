@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "debug/plugin_hook.hpp"
+
 namespace plait {
 namespace fs = std::filesystem;
 
@@ -158,11 +160,21 @@ bool take_flight_signal() { return g_flight_signal.exchange(false); }
 
 namespace {
 void on_crash(int sig) {
+  // First the plugin whose hook crashed, in the rank's log (the launcher shows its last
+  // lines): only bytes made before the crash are copied here.
+  const char* hook = current_plugin_hook();
+  if (hook[0] != '\0') {
+    const char* head = "plait: this rank crashed ";
+    (void)!::write(STDERR_FILENO, head, std::strlen(head));
+    (void)!::write(STDERR_FILENO, hook, std::strlen(hook));
+    (void)!::write(STDERR_FILENO, "\n", 1);
+  }
   {
     std::unique_lock<std::mutex> lock(g_process_mutex, std::try_to_lock);
     if (lock.owns_lock() && g_process_recorder != nullptr) {
       g_process_recorder->write(g_process_folder, g_process_rank,
-                                std::string("it crashed: signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")",
+                                std::string("it crashed: signal ") + std::to_string(sig) + " (" + strsignal(sig) + ")" +
+                                    (hook[0] != '\0' ? std::string(" ") + hook : std::string()),
                                 /*wait=*/false);
     }
   }

@@ -251,7 +251,11 @@ std::vector<std::string> StoreAbortChannel::pending_operations() {
 
 void report_rank_failure(JobStore& store, const RankFailure& failure) {
   store.set(concat("failure/", failure.rank),
-            nlohmann::json{{"rank", failure.rank}, {"message", failure.message}, {"hint", failure.hint}}.dump());
+            nlohmann::json{{"rank", failure.rank},
+                           {"message", failure.message},
+                           {"hint", failure.hint},
+                           {"peer_lost", failure.peer_lost}}
+                .dump());
 }
 
 std::optional<RankFailure> StoreAbortChannel::rank_failure(int rank) {
@@ -259,10 +263,18 @@ std::optional<RankFailure> StoreAbortChannel::rank_failure(int rank) {
   if (!text) return std::nullopt;
   try {
     const nlohmann::json j = nlohmann::json::parse(*text);
-    return RankFailure{j.at("rank").get<int>(), j.at("message").get<std::string>(), j.at("hint").get<std::string>()};
+    return RankFailure{j.at("rank").get<int>(), j.at("message").get<std::string>(), j.at("hint").get<std::string>(),
+                       j.value("peer_lost", false)};
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+std::optional<RankFailure> StoreAbortChannel::first_own_failure() {
+  for (int r = 0; r < world_size_; ++r) {
+    if (auto f = rank_failure(r); f && !f->peer_lost) return f;
+  }
+  return std::nullopt;
 }
 
 }  // namespace plait

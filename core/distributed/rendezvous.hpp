@@ -85,6 +85,7 @@ class StoreAbortChannel final : public AbortChannel {
   std::optional<std::string> poll() override;
   std::vector<std::string> pending_operations() override;
   std::optional<RankFailure> rank_failure(int rank) override;
+  std::optional<RankFailure> first_own_failure() override;
 
  private:
   JobStore& store_;

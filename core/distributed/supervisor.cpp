@@ -40,6 +40,7 @@ struct Child {
   std::deque<std::string> tail;
   bool running = true;
   int status = 0;
+  int ended_order = 0;  // 1 for the first rank reaped, 2 for the next, ...
 };
 
 std::string describe_exit(int status) {
@@ -137,12 +138,14 @@ void pump(std::vector<Child>& children, int console_rank, int timeout_ms) {
 }
 
 void reap(std::vector<Child>& children) {
+  static int ended = 0;
   for (auto& c : children) {
     if (!c.running) continue;
     int status = 0;
     if (::waitpid(c.pid, &status, WNOHANG) == c.pid) {
       c.running = false;
       c.status = status;
+      c.ended_order = ++ended;
     }
   }
 }
@@ -184,17 +187,73 @@ std::string failure_report(const Child& c, const SupervisorSpec& spec, const std
   return text;
 }
 
-// The first rank to end is the cause: in its own words when it said why, else with its log's last lines.
-Error rank_failure_error(const Child& c, const SupervisorSpec& spec, const std::vector<std::string>& pending) {
-  if (auto cause = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt) {
-    const std::string log = (std::filesystem::path(spec.run_dir) / concat("rank-", cause->rank, ".log")).string();
-    return Error(cause->message, concat(cause->hint, cause->hint.empty() ? "" : "; ", "reported by rank ", cause->rank,
-                                        ", whose log is ", log));
+// How surely a failed rank is where the fault began: 2 when it crashed or failed in its own
+// words, 1 when it ended without saying why, 0 when it said only that a peer vanished.
+int origin_weight(const Child& c, const SupervisorSpec& spec) {
+  if (WIFSIGNALED(c.status)) return 2;
+  const auto report = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt;
+  if (!report) return 1;
+  return report->peer_lost ? 0 : 2;
+}
+
+const Child* likeliest_origin(const std::vector<Child>& children, const SupervisorSpec& spec) {
+  const Child* best = nullptr;
+  int best_weight = -1;
+  for (const auto& c : children) {
+    if (c.running || !failed(c.status)) continue;
+    const int w = origin_weight(c, spec);
+    if (w > best_weight || (w == best_weight && c.ended_order < best->ended_order)) {
+      best = &c;
+      best_weight = w;
+    }
   }
-  return Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more");
+  return best;
+}
+
+// A dead rank's peers fail too, often before the launcher reaps it: when the failure found
+// is only such an echo, wait up to a second for its origin to end or report, on this node
+// or another.
+const Child* wait_for_origin(std::vector<Child>& children, const SupervisorSpec& spec) {
+  const Child* origin = likeliest_origin(children, spec);
+  const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(spec.grace, std::chrono::seconds(1));
+  while (origin_weight(*origin, spec) == 0 && std::chrono::steady_clock::now() < deadline) {
+    if (spec.abort && spec.abort->first_own_failure()) break;
+    pump(children, spec.console_rank, 50);
+    reap(children);
+    origin = likeliest_origin(children, spec);
+  }
+  return origin;
+}
+
+Error reported_failure(const RankFailure& cause, const SupervisorSpec& spec) {
+  const std::string log = (std::filesystem::path(spec.run_dir) / concat("rank-", cause.rank, ".log")).string();
+  return Error(cause.message, concat(cause.hint, cause.hint.empty() ? "" : "; ", "reported by rank ", cause.rank,
+                                     ", whose log is ", log));
+}
+
+// The rank where the fault began, in its own words when it said why, else with its log's
+// last lines; a rank that only lost a peer gives way to a rank elsewhere that said more.
+JobStopped rank_failure_error(const Child& c, const SupervisorSpec& spec, const std::vector<std::string>& pending) {
+  const auto own = spec.abort ? spec.abort->rank_failure(c.launch.rank) : std::nullopt;
+  if (own && !own->peer_lost) return JobStopped(reported_failure(*own, spec), c.launch.rank, false);
+  if (origin_weight(c, spec) == 0) {
+    if (auto elsewhere = spec.abort->first_own_failure()) {
+      return JobStopped(reported_failure(*elsewhere, spec), elsewhere->rank, false);
+    }
+  }
+  if (own) return JobStopped(reported_failure(*own, spec), c.launch.rank, false);
+  return JobStopped(Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more"),
+                    c.launch.rank, false);
 }
 
 }  // namespace
+
+bool says_peer_lost(const std::string& message) {
+  for (const char* words : {"Connection closed by peer", "Connection reset by peer", "Broken pipe", "Socket closed"}) {
+    if (message.find(words) != std::string::npos) return true;
+  }
+  return false;
+}
 
 void supervise(const SupervisorSpec& spec, Logger& log) {
   struct sigaction sa {};
@@ -237,14 +296,14 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       stopped.noticed = noticed;
       throw stopped;
     }
-    for (auto& c : children) {
-      if (c.running || !failed(c.status)) continue;
+    if (likeliest_origin(children, spec) != nullptr) {
       const auto noticed = std::chrono::system_clock::now();
+      const Child& c = *wait_for_origin(children, spec);
       std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
+      JobStopped stopped = rank_failure_error(c, spec, pending);
       stop_all(children, spec);
       finish();
-      JobStopped stopped(rank_failure_error(c, spec, pending), c.launch.rank, false);
       stopped.noticed = noticed;
       throw stopped;
     }

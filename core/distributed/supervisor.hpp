@@ -20,7 +20,14 @@ namespace plait {
 struct RankFailure {
   int rank = 0;
   std::string message, hint;
+  // The rank failed because a peer vanished (its connection closed): an echo of another
+  // rank's fault, which the launcher names instead when it can.
+  bool peer_lost = false;
 };
+
+// Whether a rank's error says only that a peer's connection went away (gloo's and the
+// store's words for a dead process on the other end).
+bool says_peer_lost(const std::string& message);
 
 // How launchers of one job tell each other to stop (through the job's store).
 class AbortChannel {
@@ -32,6 +39,8 @@ class AbortChannel {
   virtual std::vector<std::string> pending_operations() { return {}; }
   // What `rank` reported when it failed, if it did (a killed rank cannot).
   virtual std::optional<RankFailure> rank_failure(int rank) { return std::nullopt; }
+  // The first report, by rank, of a rank that failed in its own words (not peer_lost).
+  virtual std::optional<RankFailure> first_own_failure() { return std::nullopt; }
 };
 
 struct RankLaunch {

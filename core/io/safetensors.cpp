@@ -14,6 +14,7 @@
 
 #include "io/durable_file.hpp"
 #include "io/safetensors_header.hpp"
+#include "io/written_stream.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/json_problem.hpp"
 
@@ -85,7 +86,7 @@ void save_safetensors(const std::string& path, const NamedTensorList& tensors,
     PLAIT_CHECK(out.good(), concat("cannot write ", tmp), "check that the folder exists and is writable");
     out.write(e.head.data(), static_cast<std::streamsize>(e.head.size()));
     for (const auto& t : e.blobs) out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
-    PLAIT_CHECK(out.good(), concat("writing ", tmp, " failed"), "check free disk space");
+    check_written(out, tmp, "check free disk space");
   }
   std::filesystem::rename(tmp, path);
 }

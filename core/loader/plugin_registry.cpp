@@ -266,7 +266,13 @@ void PluginRegistry::require_kind(const PluginRecord& record, const char* kind) 
 }
 
 std::shared_ptr<void> PluginRegistry::create(const PluginRecord& record) const {
-  void* object = record.info_->create();
+  void* object = nullptr;
+  try {
+    object = record.info_->create();
+  } catch (const std::exception& e) {
+    throw Error(concat("plugin '", record.name, "' (", record.path, ") failed in its create: ", e.what()),
+                concat("this is a fault of the plugin '", record.name, "', not of the config: report it to its authors"));
+  }
   PLAIT_CHECK(object != nullptr, concat("plugin '", record.name, "' (", record.path, ") created no object"),
               "its create function must return a new instance");
   auto destroy = record.info_->destroy;

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "debug/plugin_hook.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"
@@ -135,7 +136,7 @@ class StepPlay {
     const PhaseScope timed(Phase::backward);
     if (s_.tied) s_.tied->before_backward(a.stage, last_of_stage);
     const auto started = Clock::now();
-    s_.dp->before_microbatch(mb);
+    call_plugin(s_.dp_name, "before_microbatch", [&] { s_.dp->before_microbatch(mb); });
     at::Tensor y = outputs_.at(key);
     outputs_.erase(key);
     if (grad.defined()) {
@@ -144,7 +145,7 @@ class StepPlay {
       y.backward();
     }
     unit_backwards_.emit(key, Clock::now());
-    s_.dp->after_backward(mb);
+    call_plugin(s_.dp_name, "after_backward", [&] { s_.dp->after_backward(mb); });
     out_.busy_s += seconds_since(started);
     record(a, started);
     if (s_.tied) s_.tied->after_backward(a.stage, last_of_stage);

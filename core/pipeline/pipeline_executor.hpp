@@ -6,6 +6,7 @@
 // run, pipelined or not, goes through here.
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -27,6 +28,7 @@ struct ExecutorSetup {
   std::vector<Action> actions;       // this rank's
   Communicator* pp_group = nullptr;  // null when pp = 1
   DataParallel* dp = nullptr;
+  std::string dp_name;  // its plugin's name, for what goes wrong in its hooks
   LayerFactory* factory = nullptr;   // made the model: its loss takes what its head returns
   TiedParameters* tied = nullptr;    // may be null
   Precision precision;

@@ -61,10 +61,16 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
                       fs::is_directory(plan.folder, ec) && !fs::is_empty(plan.folder, ec);
   if (!plan.reuse_folder) check_run_folder(plan.folder);
   if (plan.reuse_folder) check_run_folder_free(plan.folder);
-  if (plan.node_rank == 0) checkpoint::check_checkpoint_owner(prep.config->table("checkpoint"), plan.folder);
+  if (plan.node_rank == 0) checkpoint::check_checkpoint_dir(prep.config->table("checkpoint"), plan.folder);
   if (const auto from = check_resume(prep, plan.folder)) {
     plan.resume = from->folder.string();
     plan.resume_step = from->step;
+  }
+  for (const int64_t step : prep.config->debug().trace_steps) {
+    PLAIT_CHECK(step > plan.resume_step,
+                concat(prep.config->table("debug").where("trace_steps"), ": [debug] trace_steps names step ", step,
+                       ", but this run resumes after step ", plan.resume_step, ": it would never be traced"),
+                concat("trace steps from ", plan.resume_step + 1, " on"));
   }
   if (plan.reuse_folder && !plan.resume) {
     const auto status = read_run_status(plan.folder);

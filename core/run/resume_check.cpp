@@ -6,9 +6,11 @@
 
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "data/make_sampler.hpp"
 #include "io/hf_weights.hpp"
+#include "model/hf_config_check.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -20,30 +22,6 @@ std::string shape_text(const std::vector<int64_t>& shape) { return concat(c10::I
 
 void check_files(const fs::path& folder, const checkpoint::CheckpointIndex& index) {
   for (const auto& [name, entry] : index.files) checkpoint::check_file_present(folder, name, entry);
-}
-
-// Every parameter of the model, and nothing else, with its shape.
-void check_model(const fs::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model) {
-  std::set<std::string> names;
-  for (const auto& p : model.parameters()) {
-    names.insert(p.name);
-    const std::string key = checkpoint::state_tensor_name(state_kind::param, p.name);
-    const auto it = index.tensors.find(key);
-    PLAIT_CHECK(it != index.tensors.end(), concat("checkpoint ", folder.string(), " has no parameter ", p.name),
-                "it was saved from another model: resume with that model's [model] settings");
-    PLAIT_CHECK(it->second.shape == p.tensor.sizes().vec(),
-                concat("checkpoint ", folder.string(), ": parameter ", p.name, " is ", shape_text(it->second.shape),
-                       " there and ", shape_text(p.tensor.sizes().vec()), " in this model"),
-                "resume with the [model] settings of the run that saved it");
-  }
-  const std::string prefix = concat(state_kind::param, "/");
-  for (const auto& [key, entry] : index.tensors) {
-    if (key.rfind(prefix, 0) != 0) continue;
-    PLAIT_CHECK(names.count(key.substr(prefix.size())) > 0,
-                concat("checkpoint ", folder.string(), " holds parameter ", key.substr(prefix.size()),
-                       ", which this model does not have"),
-                "resume with the [model] settings of the run that saved it");
-  }
 }
 
 void check_batch(const PreparedRun& prep, const fs::path& folder, const checkpoint::CheckpointIndex& index) {
@@ -84,16 +62,43 @@ void check_hf_model(const HfWeights& weights, const StageModel& model) {
 
 }  // namespace
 
+void check_checkpoint_holds_model(const fs::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model,
+                                  const std::string& hint) {
+  std::set<std::string> names;
+  for (const auto& p : model.parameters()) {
+    names.insert(p.name);
+    const std::string key = checkpoint::state_tensor_name(state_kind::param, p.name);
+    const auto it = index.tensors.find(key);
+    PLAIT_CHECK(it != index.tensors.end(), concat("checkpoint ", folder.string(), " has no parameter ", p.name),
+                hint);
+    PLAIT_CHECK(it->second.shape == p.tensor.sizes().vec(),
+                concat("checkpoint ", folder.string(), ": parameter ", p.name, " is ", shape_text(it->second.shape),
+                       " there and ", shape_text(p.tensor.sizes().vec()), " in this model"),
+                hint);
+  }
+  const std::string prefix = concat(state_kind::param, "/");
+  for (const auto& [key, entry] : index.tensors) {
+    if (key.rfind(prefix, 0) != 0) continue;
+    PLAIT_CHECK(names.count(key.substr(prefix.size())) > 0,
+                concat("checkpoint ", folder.string(), " holds parameter ", key.substr(prefix.size()),
+                       ", which this model does not have"),
+                hint);
+  }
+}
+
 void check_init_from(const PreparedRun& prep) {
   const Options& model = prep.config->table("model");
   const auto from = model.find<std::string>("init_from");
   if (!from) return;
   at_place(model.where("init_from"), [&] {
-    if (is_hf_folder(*from)) return check_hf_model(HfWeights(*from, prep.model.family), prep.pipeline.shapes);
+    if (is_hf_folder(*from)) {
+      check_hf_config(*from, prep.model);
+      return check_hf_model(HfWeights(*from, prep.model.family), prep.pipeline.shapes);
+    }
     const fs::path folder = checkpoint::resolve_checkpoint(*from);
     const checkpoint::CheckpointIndex index = checkpoint::read_index(folder);
     check_files(folder, index);
-    check_model(folder, index, prep.pipeline.shapes);
+    check_checkpoint_holds_model(folder, index, prep.pipeline.shapes);
   });
 }
 
@@ -105,7 +110,9 @@ std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::stri
     if (!folder) return std::nullopt;
     const checkpoint::CheckpointIndex index = checkpoint::read_index(*folder);
     check_files(*folder, index);
-    check_model(*folder, index, prep.pipeline.shapes);
+    // Every byte against its checksum, before any rank starts (the ranks check again as they read).
+    checkpoint::CheckpointReader(*folder).verify();
+    check_checkpoint_holds_model(*folder, index, prep.pipeline.shapes);
     check_data(prep, *folder, index);
     check_batch(prep, *folder, index);
     const int64_t steps = prep.config->train().steps;

@@ -2,12 +2,13 @@
 // What a run starts from, checked before any rank starts. A resume, each refusal one sentence:
 // the checkpoint's index (complete, of a known format version), every file it lists
 // present with its size, the model's tensors and shapes, the data order and seed, the
-// global batch (unless [checkpoint] allow_batch_change), and steps left to train. The
-// checksums are checked by the ranks as they read (checkpoint_reader.hpp).
+// global batch (unless [checkpoint] allow_batch_change), steps left to train, and every
+// file's checksums (the ranks check again as they read, checkpoint_reader.hpp).
 #include <filesystem>
 #include <optional>
 #include <string>
 
+#include "checkpoint/checkpoint_index.hpp"
 #include "run/prepare.hpp"
 
 namespace plait {
@@ -18,6 +19,12 @@ struct ResumePoint {
 };
 // The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh start.
 std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder);
+
+// Every parameter of `model` in the checkpoint, of its shape, and no other: what resume,
+// init_from and export ask of a checkpoint they take weights from.
+void check_checkpoint_holds_model(
+    const std::filesystem::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model,
+    const std::string& hint = "it was saved from another model: resume with the [model] settings of the run that saved it");
 
 // [model] init_from, checked the same way: every parameter of the model there, of its shape.
 void check_init_from(const PreparedRun& prep);

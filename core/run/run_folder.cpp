@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 
+#include "io/written_stream.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -22,25 +25,29 @@ std::string choose_run_folder(const std::string& out, const std::string& config_
   return (fs::path("runs") / (fs::path(config_path).stem().string() + "-" + stamp)).string();
 }
 
-void check_run_folder(const std::string& path) {
+void check_new_folder(const std::string& path, const std::string& noun, const std::string& flag,
+                      const std::string& promise) {
+  PLAIT_CHECK(!path.empty(), concat(flag, " \"\": ", noun, "'s path is empty"), concat("name a folder with ", flag));
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (fs::exists(status)) {
-    PLAIT_CHECK(fs::is_directory(status), concat("the run folder ", path, " exists and is not a folder"),
-                "choose another --out");
-    PLAIT_CHECK(fs::is_empty(path, ec), concat("the run folder ", path, " already exists and is not empty"),
-                "choose another --out; plait never writes into an earlier run");
+    PLAIT_CHECK(fs::is_directory(status), concat(noun, " ", path, " exists and is not a folder"), concat("choose another ", flag));
+    PLAIT_CHECK(fs::is_empty(path, ec), concat(noun, " ", path, " already exists and is not empty"),
+                concat("choose another ", flag, "; ", promise));
     return;
   }
   // The nearest folder that exists must let us make the rest.
   fs::path parent = fs::absolute(path).parent_path();
   while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
-  PLAIT_CHECK(fs::is_directory(parent, ec),
-              concat("cannot create the run folder ", path, ": ", parent.string(), " is not a folder"),
-              "choose another --out");
+  PLAIT_CHECK(fs::is_directory(parent, ec), concat("cannot create ", noun, " ", path, ": ", parent.string(), " is not a folder"),
+              concat("choose another ", flag));
   PLAIT_CHECK(::access(parent.c_str(), W_OK | X_OK) == 0,
-              concat("cannot create the run folder ", path, ": ", parent.string(), " is not writable"),
-              "choose another --out, or check the permissions");
+              concat("cannot create ", noun, " ", path, ": ", parent.string(), " is not writable"),
+              concat("choose another ", flag, ", or check the permissions"));
+}
+
+void check_run_folder(const std::string& path) {
+  check_new_folder(path, "the run folder", "--out", "plait never writes into an earlier run");
 }
 
 void create_run_folder(const std::string& path) {
@@ -63,17 +70,34 @@ void reuse_run_folder(const std::string& path, int64_t resume_step) {
   write_file_atomically(metrics.string(), kept);
 }
 
+void check_file_can_be_written(const std::string& path) {
+  const fs::path file(path);
+  const fs::path parent = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  std::error_code ec;
+  PLAIT_CHECK(fs::is_directory(parent, ec), concat("cannot write ", path, ": the folder ", parent.string(), " does not exist"),
+              concat("create ", parent.string(), " first, or name a file in a folder that exists"));
+  PLAIT_CHECK(!fs::is_directory(file, ec), concat("cannot write ", path, ": it is a folder"), "name a file");
+  PLAIT_CHECK(::access(parent.c_str(), W_OK) == 0,
+              concat("cannot write ", path, ": the folder ", parent.string(), " is not writable (", std::strerror(errno), ")"),
+              "name a file in a folder you can write");
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
+  check_file_can_be_written(path);
   // The writer's pid in the temporary name: two processes may write one file (status.json).
   const std::string tmp = concat(path, ".partial.", ::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << text;
-    PLAIT_CHECK(out.good(), concat("cannot write ", tmp), "check free space and permissions");
+    check_written(out, tmp, "check the free space and permissions of its folder");
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
-  PLAIT_CHECK(!ec, concat("cannot write ", path, ": ", ec.message()), "check free space and permissions");
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw Error(concat("cannot write ", path, ": ", ec.message()), "check the permissions of its folder");
+  }
 }
 
 }  // namespace plait

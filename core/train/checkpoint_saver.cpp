@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "debug/plugin_hook.hpp"
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
@@ -100,7 +101,9 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
   if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
   barrier(world, "checkpoint-begin");
   if (!every_rank_sees(job.staging)) return;
-  job.parts = checkpoint::owned_parts(rank_.dp.plugin->state_parts(), rank_.layouts, rank_.dp.context->plugin_name);
+  job.parts = checkpoint::owned_parts(
+      call_plugin(rank_.dp.context->plugin_name, "state_parts", [&] { return rank_.dp.plugin->state_parts(); }),
+      rank_.layouts, rank_.dp.context->plugin_name);
   job.prepare_s = seconds_since(start);
   if (!async_) return write(job);
   pending_step_ = job.progress.step;
@@ -147,6 +150,18 @@ CheckpointSaver::~CheckpointSaver() {
 }
 
 void CheckpointSaver::write(const Job& job) {
+  try {
+    write_parts(job);
+  } catch (...) {
+    // The save failed for every rank (rank 0 cannot commit without each rank's part), and
+    // a staging folder is not a checkpoint: nothing of it stays behind.
+    std::error_code ignored;
+    fs::remove_all(job.staging, ignored);
+    throw;
+  }
+}
+
+void CheckpointSaver::write_parts(const Job& job) {
   World& world = *plan_.world;
   const auto start = std::chrono::steady_clock::now();
   const checkpoint::RankShard shard = checkpoint::write_rank_shard(job.staging, world.rank(), job.parts);

@@ -48,7 +48,8 @@ class CheckpointSaver {
     double prepare_s = 0.0;  // staging folder, barrier, the parts (a device's copied to host memory)
   };
   bool every_rank_sees(const std::filesystem::path& staging);  // collective
-  void write(const Job& job);  // this rank's file; rank 0 also commits
+  void write(const Job& job);  // write_parts; a save that fails leaves no staging folder
+  void write_parts(const Job& job);  // this rank's file; rank 0 also commits
   void write_async(Job job);   // on the writer thread: the copy of borrowed parts, then write
   void commit(const Job& job, const checkpoint::RankShard& own, double write_s);
 

@@ -1,5 +1,6 @@
 #include "train/rank.hpp"
 
+#include "debug/plugin_hook.hpp"
 #include "distributed/rank_device.hpp"
 #include "memory/rank_memory.hpp"
 #include "distributed/tensor_gather.hpp"
@@ -35,7 +36,9 @@ void apply_tensor_parallel(const RunPlan& plan, Rank& rank) {
     return;
   }
   rank.tensor = make_plugin<TensorParallel>(plan, name, rank);
-  rank.factory = rank.tensor.plugin->layer_factory({.tp_group = plan.world->group(Axis::tp)});
+  rank.factory = call_plugin(name, "layer_factory", [&] {
+    return rank.tensor.plugin->layer_factory({.tp_group = plan.world->group(Axis::tp)});
+  });
 }
 
 // 2-3. The model through the factory, with real parameters only in the units this
@@ -71,18 +74,20 @@ void apply_data_parallel(const RunPlan& plan, Rank& rank) {
   }
   rank.dp = make_plugin<DataParallel>(plan, parallel.data, rank);
   World& world = *plan.world;
-  rank.dp.plugin->setup({
-      .model = &rank.stages.model,
-      .adamw = {.beta1 = train.beta1,
-                .beta2 = train.beta2,
-                .eps = train.eps,
-                .weight_decay = train.weight_decay},
-      .dp_group = world.group(Axis::dp),
-      .groups = world.group_maker(Axis::dp),
-      .bf16 = rank.precision.autocast_bf16,
-      .offload = rank.offload.plugin.get(),
-      .tp_group = world.group(Axis::tp),
-      .pp_group = world.group(Axis::pp),
+  call_plugin(parallel.data, "setup", [&] {
+    rank.dp.plugin->setup({
+        .model = &rank.stages.model,
+        .adamw = {.beta1 = train.beta1,
+                  .beta2 = train.beta2,
+                  .eps = train.eps,
+                  .weight_decay = train.weight_decay},
+        .dp_group = world.group(Axis::dp),
+        .groups = world.group_maker(Axis::dp),
+        .bf16 = rank.precision.autocast_bf16,
+        .offload = rank.offload.plugin.get(),
+        .tp_group = world.group(Axis::tp),
+        .pp_group = world.group(Axis::pp),
+    });
   });
   rank.tied->attach(rank.stages.model);
 }
@@ -98,6 +103,7 @@ void make_executor(const RunPlan& plan, Rank& rank) {
       .actions = schedule.ranks[pp_rank],
       .pp_group = plan.world->group(Axis::pp),
       .dp = rank.dp.plugin.get(),
+      .dp_name = rank.dp.context->plugin_name,
       .factory = rank.factory.get(),
       .tied = rank.tied.get(),
       .precision = rank.precision,

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "debug/plugin_hook.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "log/logging.hpp"
 #include "util/human_bytes.hpp"
@@ -13,7 +14,7 @@ Resumed load_checkpoint(const RunPlan& plan, Rank& rank, const fs::path& folder)
   const auto start = std::chrono::steady_clock::now();
   checkpoint::CheckpointReader reader(folder);
   checkpoint::CheckpointStateSource source(reader, rank.layouts);
-  rank.dp.plugin->load_state(source);
+  call_plugin(rank.dp.context->plugin_name, "load_state", [&] { rank.dp.plugin->load_state(source); });
   rank.tied->after_step(*rank.dp.plugin);
   const nlohmann::json& trainer = reader.index().state.at("trainer");
   Resumed out;

@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include "debug/plugin_hook.hpp"
 #include "data/make_sampler.hpp"
 #include "debug/fault_injector.hpp"
 #include "timing/phase_clock.hpp"
@@ -73,11 +74,13 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
     before_update();
   }
   const PhaseScope timed(Phase::optimizer);
-  out.result = rank_.dp.plugin->step({.step = updates + 1,
-                                      .lr = out.lr,
-                                      .grad_clip = grad_clip_,
-                                      .loss_figures = figures,
-                                      .reader = &rank_.host_reads});
+  out.result = call_plugin(rank_.dp.context->plugin_name, "step", [&] {
+    return rank_.dp.plugin->step({.step = updates + 1,
+                                  .lr = out.lr,
+                                  .grad_clip = grad_clip_,
+                                  .loss_figures = figures,
+                                  .reader = &rank_.host_reads});
+  });
   const std::vector<double>& read = out.result.loss_figures;
   out.loss = read.at(Figure::global_loss_per_token);
   out.loss_finite_here = std::isfinite(read.at(Figure::loss_here));

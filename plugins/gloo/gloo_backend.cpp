@@ -2,6 +2,8 @@
 // Rendezvous goes through the job's TCP store under the group's own key prefix.
 #include <net/if.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -13,6 +15,8 @@
 #include "plait_schema.hpp"
 
 namespace {
+
+constexpr std::chrono::milliseconds kConnectTimeout = std::chrono::seconds(60);
 
 class GlooBackend final : public plait::CommBackend {
  public:
@@ -31,7 +35,11 @@ class GlooBackend final : public plait::CommBackend {
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
     PLAIT_CHECK(spec.device == "cpu", plait::concat("gloo moves CPU tensors; group ", spec.name, " is on ", spec.device),
                 "use the nccl communicator for CUDA tensors");
-    auto options = c10d::ProcessGroupGloo::Options::create(spec.timeout);
+    // Connecting the group's pairs is setup, not a collective: under load (many ranks on
+    // few cores) it can take longer than a short collective_timeout_s, which would fail
+    // the job before its first step. It gets at least kConnectTimeout (the store's own
+    // default wait for a rank); the operations get spec.timeout, set once connected.
+    auto options = c10d::ProcessGroupGloo::Options::create(std::max(spec.timeout, kConnectTimeout));
     options->devices = {interface_.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(
                                                  plait::c10d_comm::local_address_towards(spec.store_host, spec.store_port, "gloo"))
                                            : c10d::ProcessGroupGloo::createDeviceForInterface(interface_)};
@@ -39,6 +47,7 @@ class GlooBackend final : public plait::CommBackend {
     const int size = static_cast<int>(spec.ranks.size());
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(plait::c10d_comm::group_store(spec), spec.group_rank, size,
                                                           options);
+    pg->setTimeout(spec.timeout);
     auto gloo = std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "gloo", spec.group_rank, size,
                                                                      /*supports_avg=*/false);
     if (!nccl_order_) return gloo;

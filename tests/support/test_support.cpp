@@ -44,10 +44,13 @@ static std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+namespace {
+
+ProcessResult run_command(const std::string& prefix, const std::vector<std::string>& args,
+                          const std::map<std::string, std::string>& env) {
   std::string cmd;
   for (const auto& [k, v] : env) cmd += k + "=" + shell_quote(v) + " ";
-  cmd += shell_quote(PLAIT_BIN);
+  cmd += prefix + shell_quote(PLAIT_BIN);
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " 2>&1";
   ProcessResult result;
@@ -58,6 +61,16 @@ ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+}  // namespace
+
+ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+  return run_command("", args, env);
+}
+
+ProcessResult run_plait_with_file_limit(int64_t bytes, const std::vector<std::string>& args) {
+  return run_command("prlimit --fsize=" + std::to_string(bytes) + " ", args, {});
 }
 
 ProcessResult run_quickstart(const fs::path& out, int steps, const std::vector<std::string>& sets) {

@@ -15,6 +15,7 @@
 
 using namespace plait;
 using namespace plait::test;
+using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
@@ -70,6 +71,19 @@ TEST_CASE("a bundle name on no folder of the path is refused, naming where it lo
   BundlePathEnv env((dir / "nowhere").string());
   CHECK_THROWS_WITH(load_config(top.string(), {}),
                     "PLAIT_BUNDLE_PATH names " + (dir / "nowhere").string() + ", which is not a folder");
+}
+
+TEST_CASE("[bundles] paths only where it takes effect: not in a bundle, not through --set", "[config][bundles]") {
+  TempDir dir;
+  fs::create_directories(dir / "team");
+  write_file(dir / "base.toml", "[train]\nlr = 0.5\n[bundles]\npaths = [\"team\"]\n");
+  const auto top = write_file(dir / "run.toml", "extends = [\"base.toml\"]\n");
+  CHECK_THROWS_WITH(load_config(top.string(), {}),
+                    StartsWith(dir.path().string() + "/base.toml:4:") &&
+                        Contains(": [bundles] paths in a bundle has no effect"));
+  const auto plain = write_file(dir / "plain.toml", "[train]\nlr = 0.5\n");
+  CHECK_THROWS_WITH(load_config(plain.string(), {"bundles.paths=[\"team\"]"}),
+                    StartsWith("--set bundles.paths=[\"team\"]: [bundles] paths cannot be set with --set"));
 }
 
 TEST_CASE("plait bundles lists every bundle with its description and keys", "[cli][bundles]") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <functional>
 
 #include <ATen/ATen.h>
 
@@ -46,6 +47,16 @@ struct Saved {
   fs::path root, folder;
 };
 
+// The state a run saves beside its tensors, as resume and export read it.
+nlohmann::ordered_json saved_state(int64_t step) {
+  return {{"trainer", {{"step", step}, {"updates", step}, {"skipped", 0}, {"samples", 8 * step}, {"tokens", 512 * step}}},
+          {"model", {{"family", "gpt2"}, {"size", "tiny"}, {"n_layer", 2}, {"n_head", 2}, {"n_kv_head", 2},
+                     {"n_embd", 64}, {"ffn_hidden", 256}, {"vocab_size", 256}, {"block_size", 64},
+                     {"rope_theta", 10000.0}, {"norm_eps", 1e-5}}},
+          {"data", {{"order", "synthetic"}, {"seed", 1}}},
+          {"global_batch", {{"dp", 2}, {"micro_batch_size", 4}, {"grad_accum", 1}}}};
+}
+
 Saved save_two_ranks(const fs::path& dir, int64_t step, bool drop_rank_1_zero_part = false, double megatron_shift = 0) {
   Saved s;
   s.megatron += megatron_shift;
@@ -54,6 +65,7 @@ Saved save_two_ranks(const fs::path& dir, int64_t step, bool drop_rank_1_zero_pa
   CheckpointIndex index;
   index.step = step;
   index.mesh = {{"dp", 2}, {"pp", 1}, {"tp", 2}};
+  index.state = saved_state(step);
   const at::Tensor z = s.zero.reshape({-1});
   std::vector<OwnedPart> rank0 = {{"zero.w", {6, 4}, flat(0, 10), z.narrow(0, 0, 10)},
                                   {"megatron.w", {4, 6}, slice({0, 0}, {4, 3}), s.megatron.narrow(1, 0, 3)}};
@@ -116,6 +128,9 @@ TEST_CASE("verify names the file whose byte was flipped, and its size when trunc
   }
   CheckpointReader reader(s.folder);
   CHECK_THROWS_WITH(reader.verify(), StartsWith(concat("checkpoint file ", victim.string(), " fails its checksum")));
+  // A rank reading its region checks the blocks it reads, and names the bytes.
+  CHECK_THROWS_WITH(reader.read("megatron.w", Region::whole(reader.index().tensors.at("megatron.w"))),
+                    StartsWith(concat("checkpoint file ", victim.string(), " fails its checksum in bytes [")));
   fs::resize_file(victim, fs::file_size(victim) - 1);
   CHECK_THROWS_WITH(reader.verify(), StartsWith(concat("checkpoint file ", victim.string(), " has ")) &&
                                          Contains("its index says"));
@@ -149,6 +164,33 @@ TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover
   TempDir other;
   CHECK_THROWS_WITH(save_two_ranks(other.path(), 1, /*drop_rank_1_zero_part=*/true),
                     Contains("tensor zero.w's parts hold 10 of its 24 elements"));
+}
+
+TEST_CASE("refused: an index whose state resume cannot read, a folder named for another step", "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir.path(), 4);
+  const nlohmann::json good = nlohmann::json::parse(std::ifstream(s.folder / "index.json"));
+  auto with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j = good;
+    edit(j);
+    std::ofstream(s.folder / "index.json") << j.dump();
+  };
+  with([](nlohmann::json& j) { j["state"].erase("global_batch"); });
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("the checkpoint index is malformed") && Contains("global_batch"));
+  with([](nlohmann::json& j) { j["state"]["trainer"]["step"] = 9; });
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("its step is 4 but its trainer state's is 9"));
+  with([](nlohmann::json& j) { j["tensors"]["zero.w"]["dtype"] = "F99"; });
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("tensor zero.w has dtype 'F99'"));
+  with([](nlohmann::json& j) { j["files"]["rank-0.safetensors"]["blocks"] = "00"; });
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("the block checksums of rank-0.safetensors do not fit"));
+  // What the reader refuses, `plait checkpoint verify` refuses: one reading of the index.
+  const ProcessResult verify = run_plait({"checkpoint", "verify", s.folder.string()});
+  CHECK(verify.exit_code == 1);
+  CHECK_THAT(verify.output, Contains("the block checksums of rank-0.safetensors do not fit"));
+  with([](nlohmann::json&) {});
+  // The newest folder by name must hold that step: a copy named step-9 is not step 9.
+  fs::rename(s.folder, s.root / "step-9");
+  CHECK_THROWS_WITH(resolve_checkpoint(s.root), Contains("step-9 holds step 4 (its index.json says so)"));
 }
 
 TEST_CASE("keep_last prunes the oldest complete checkpoints and never the latest", "[checkpoint]") {

@@ -215,8 +215,9 @@ TEST_CASE("a damaged, incomplete or unknown checkpoint is refused, naming the fi
     const ProcessResult v = run_plait({"checkpoint", "verify", saved.folder().string()});
     CHECK(v.exit_code != 0);
     CHECK_THAT(v.output, Contains("checkpoint file " + shard.string() + " fails its checksum"));
+    // Found before any rank starts (the ranks' own block checks are test_checkpoint_format's).
     const std::string out = refusal(saved, {});
-    CHECK_THAT(out, Contains("checkpoint file " + shard.string() + " fails its checksum in bytes ["));
+    CHECK_THAT(out, Contains("checkpoint file " + shard.string() + " fails its checksum (xxh3 "));
   }
   SECTION("a missing file") {
     fs::remove(shard);
@@ -316,4 +317,33 @@ TEST_CASE("[model] init_from starts any mesh from a checkpoint's weights, and re
   CHECK_FALSE(fs::exists(saved.dir / "other"));
   CHECK_THAT(r.output, Contains("checkpoint " + saved.folder().string() + ": parameter transformer.wte.weight is [256, 64] "
                                 "there and [256, 128] in this model"));
+}
+
+TEST_CASE("a save or an export that meets a full disk fails naming the file, and leaves nothing half-written",
+          "[resume]") {
+  TempDir dir;
+  // Each rank's checkpoint file is over 200 kB (the state of the tiny model and its Adam moments).
+  const int64_t limit = 200000;
+  const fs::path full = dir / "full";
+  const ProcessResult saved = run_plait_with_file_limit(
+      limit, {"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out", full.string(), "--set",
+              "checkpoint.every=1"});
+  INFO(saved.output);
+  CHECK(saved.exit_code == 1);
+  CHECK_THAT(saved.output, Contains("File too large") && Contains("safetensors"));
+  std::vector<std::string> left;
+  REQUIRE(fs::is_directory(full / "checkpoints"));  // the save began
+  for (const auto& e : fs::directory_iterator(full / "checkpoints")) left.push_back(e.path().filename().string());
+  CHECK(left == std::vector<std::string>{});  // neither a step-1 nor its .step-1.partial staging folder
+
+  const fs::path done = dir / "done";
+  run(done, 2, {});
+  const fs::path hf = dir / "hf";
+  const ProcessResult exported = run_plait_with_file_limit(limit / 4, {"export", done.string(), "--hf", hf.string()});
+  INFO(exported.output);
+  CHECK(exported.exit_code == 1);
+  CHECK_THAT(exported.output, Contains("exporting to " + hf.string() + " failed, and nothing was left there") &&
+                                  Contains("File too large"));
+  CHECK_FALSE(fs::exists(hf));
+  CHECK_FALSE(fs::exists(hf.string() + ".partial"));
 }

@@ -161,6 +161,7 @@ TEST_CASE("a damaged checkpoint index is refused in plain words, never the JSON 
   CHECK_THAT(resume_says(good.substr(0, good.size() / 2)), Contains("index.json is not valid JSON: parse error"));
   nlohmann::json negative = nlohmann::json::parse(good);
   negative["step"] = -5;
+  negative["state"]["trainer"]["step"] = -5;  // else the two steps' disagreement is what is said
   CHECK_THAT(resume_says(negative.dump()), Contains("the checkpoint index says step -5") &&
                                                Contains("which no run can have saved"));
   nlohmann::json wrong_type = nlohmann::json::parse(good);
@@ -171,4 +172,52 @@ TEST_CASE("a damaged checkpoint index is refused in plain words, never the JSON 
   const ProcessResult folder = run_plait({"checkpoint", "inspect", (run / "checkpoints" / "step-2").string()});
   CHECK_THAT(folder.output, Contains("index.json is not a file: the checkpoint's index must be one"));
   CHECK_THAT(folder.output, !Contains("basic_filebuf"));
+}
+
+TEST_CASE("plait export refuses in its own words, leaves nothing half-written, and checks --shard-mb", "[cli]") {
+  TempDir dir;
+  const fs::path run = dir / "run";
+  REQUIRE(run_quickstart(run, 2, {"parallel.dp=1"}).exit_code == 0);
+  write_file(dir / "taken" / "config.json", "{}");
+  const ProcessResult taken = run_plait({"export", run.string(), "--hf", (dir / "taken").string()});
+  CHECK(taken.exit_code == 1);
+  CHECK_THAT(taken.output, Contains(concat("the export folder ", (dir / "taken").string(), " already exists and is not empty")) &&
+                               Contains("choose another --hf") && !Contains("run folder") && !Contains("--out"));
+  const ProcessResult huge = run_plait({"export", run.string(), "--hf", (dir / "hf").string(), "--shard-mb", "1e12"});
+  CHECK(huge.exit_code == 1);
+  CHECK_THAT(huge.output, Contains("--shard-mb 1e12: at most 1000000000 (a petabyte)"));
+  CHECK_FALSE(fs::exists(dir / "hf"));
+}
+
+TEST_CASE("a resume is refused before launch when its checkpoint fails a checksum or traces a step it skips", "[cli]") {
+  TempDir dir;
+  const fs::path run = dir / "run";
+  REQUIRE(run_quickstart(run, 4, {"parallel.dp=1", "checkpoint.every=2"}).exit_code == 0);
+  const std::vector<std::string> resume = {"run", source_path("configs/quickstart.toml"), "--steps", "6", "--set",
+                                           "parallel.dp=1", "--resume", (run / "checkpoints" / "step-2").string()};
+  auto with = [&](std::vector<std::string> more, const fs::path& out) {
+    std::vector<std::string> args = resume;
+    args.insert(args.end(), more.begin(), more.end());
+    args.insert(args.end(), {"--out", out.string()});
+    return run_plait(args);
+  };
+  const ProcessResult traced = with({"--set", "debug.trace_steps=[1, 4]"}, dir / "traced");
+  CHECK(traced.exit_code == 1);
+  CHECK_THAT(traced.output, Contains("[debug] trace_steps names step 1, but this run resumes after step 2: it would never "
+                                     "be traced"));
+  CHECK_FALSE(fs::exists(dir / "traced"));
+  // One byte of one file flipped: refused before any rank starts, naming the file.
+  fs::path file;
+  for (const auto& e : fs::directory_iterator(run / "checkpoints" / "step-2")) {
+    if (e.path().extension() == ".safetensors") file = e.path();
+  }
+  REQUIRE(!file.empty());
+  std::string bytes = read_file(file);
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x40);
+  write_file(file, bytes);
+  const ProcessResult damaged = with({}, dir / "damaged");
+  INFO(damaged.output);
+  CHECK(damaged.exit_code == 1);
+  CHECK_THAT(damaged.output, Contains(file.filename().string()) && Contains("fails its checksum"));
+  CHECK_FALSE(fs::exists(dir / "damaged"));
 }

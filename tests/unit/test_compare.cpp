@@ -73,6 +73,17 @@ TEST_CASE("a speed difference inside the step times' spread is called noise, out
   CHECK_THROWS_WITH(compare::compare_runs({made_up("a", base)}), Contains("compare needs two or more runs; got 1"));
 }
 
+TEST_CASE("a speed difference from fewer than 5 steps each is not called faster or slower", "[compare]") {
+  // One measured step each (the first is warm-up): no spread, so any gap looked real.
+  auto c = compare::compare_runs({made_up("a", {50, 10}), made_up("b", {50, 5})});
+  CHECK(c.figures[1].speed.verdict == compare::kTooFewSteps);
+  const std::string text = compare::render_terminal(compare::report_sections(c));
+  CHECK_THAT(text, Contains("1 step(s) measured after warm-up, and 5 are needed to call either faster"));
+  // Five measured steps each: judged.
+  auto enough = compare::compare_runs({made_up("a", {50, 10, 10, 10, 10, 10}), made_up("b", {50, 5, 5, 5, 5, 5})});
+  CHECK(enough.figures[1].speed.verdict == "faster");
+}
+
 TEST_CASE("with repeats run side by side, a steady ratio beats the machine's drift, an unsteady one does not",
           "[compare]") {
   // Three repeats each; the machine slows from one repeat to the next.

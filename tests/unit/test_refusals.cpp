@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <regex>
 
@@ -356,6 +357,16 @@ TEST_CASE("refused before anything starts: plugin folders, libraries and the run
        .place = "plugin library " + std::string(PLAIT_FIXTURE_DIR) + "/next_major/",
        .says = "another major version",
        .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/next_major"}}},
+      {.name = "a plugin whose constructor throws", .config = "[parallel]\ndata = \"fixture-create-throws\"\n",
+       .place = "plugin 'fixture-create-throws' (" + std::string(PLAIT_FIXTURE_DIR) + "/create_throws/",
+       .says = "failed in its create: the fixture's constructor throws",
+       .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/create_throws"}}},
+      {.name = "a plugin whose create returns null", .config = "[parallel]\ndata = \"fixture-create-null\"\n",
+       .place = "plugin 'fixture-create-null' (" + std::string(PLAIT_FIXTURE_DIR) + "/create_null/",
+       .says = "created no object", .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/create_null"}}},
+      {.name = "a library that is not a plugin", .place = "plugin library {dir}/libs/libplait_plugin_text.so",
+       .files = {{"libs/libplait_plugin_text.so", "this is text, not a shared library"}},
+       .env = {{"PLAIT_PLUGIN_PATH", "{dir}/libs"}}},
       {.name = "--out empty", .args = {"--out", ""}, .place = "--out \"\": the run folder's path is empty",
        .says = "name a folder", .own_out = true},
       {.name = "--out a folder that holds files", .args = {"--out", "{dir}/out"},
@@ -364,6 +375,80 @@ TEST_CASE("refused before anything starts: plugin folders, libraries and the run
       {.name = "--out a file", .args = {"--out", "{dir}/out"}, .place = "the run folder {dir}/out exists and is not a folder",
        .says = "choose another --out", .files = {{"out", "a file"}}, .own_out = true},
   });
+}
+
+TEST_CASE("refused before anything starts: checkpoint folders that are not this run's to write, and faults that never "
+          "strike",
+          "[refusals]") {
+  const std::string ck = "--set checkpoint.dir=\"{dir}/ck\"";
+  expect_all_refused({
+      {.name = "[checkpoint] dir that is a file", .args = {"--set", "checkpoint.dir=\"{dir}/ck\""},
+       .place = ck + ": [checkpoint] dir {dir}/ck is a file, not a folder", .says = "name a folder for the checkpoints",
+       .files = {{"ck", "a file"}}},
+      {.name = "[checkpoint] dir under a file", .args = {"--set", "checkpoint.dir=\"{dir}/ck/inner\""},
+       .place = "--set checkpoint.dir=\"{dir}/ck/inner\": [checkpoint] dir {dir}/ck/inner cannot be made: {dir}/ck is a file",
+       .says = "name a folder", .files = {{"ck", "a file"}}},
+      {.name = "[checkpoint] dir of another run", .args = {"--set", "checkpoint.dir=\"{dir}/ck\""},
+       .place = ck + ": [checkpoint] dir {dir}/ck holds the checkpoints of the run in /elsewhere/run",
+       .says = "keep_last prune its checkpoints", .files = {{"ck/owner", "/elsewhere/run\n"}}},
+      {.name = "[checkpoint] dir holding checkpoints no run claims", .args = {"--set", "checkpoint.dir=\"{dir}/ck\""},
+       .place = ck + ": [checkpoint] dir {dir}/ck holds checkpoints that no run saving there claims",
+       .says = "--resume {dir}/ck", .files = {{"ck/latest", "step-2\n"}}},
+      {.name = "a fault in a start the job never makes", .args = {"--set", "debug.faults=[\"kill rank=0 step=1 attempt=1\"]"},
+       .place = "--set debug.faults=[\"kill rank=0 step=1 attempt=1\"]: fault 'kill rank=0 step=1 attempt=1' strikes in "
+                "attempt 1, but the job restarts at most 0 time(s)",
+       .says = "raise [distributed] max_restarts"},
+  });
+}
+
+TEST_CASE("refused before anything starts: a Hugging Face folder whose config.json is another model, and --resume "
+          "in its own name",
+          "[refusals]") {
+  const std::string from = "--set model.init_from=\"{dir}/hf\"";
+  const std::vector<std::string> args = {"--set", "model.init_from=\"{dir}/hf\""};
+  // The run's model is gpt2 tiny: 2 layers, 4 heads, 64 wide, a 256-token vocabulary.
+  const std::string dims = R"("model_type": "gpt2", "n_layer": 2, "n_head": 4, "n_embd": 64, "vocab_size": 256)";
+  expect_all_refused({
+      {.name = "init_from a llama folder into a gpt2 run", .args = args,
+       .place = from + ": {dir}/hf/config.json: model_type is 'llama', and this run's model is gpt2",
+       .says = "set [model] family = \"llama\"", .files = {{"hf/config.json", R"({"model_type": "llama"})"}}},
+      {.name = "init_from a folder with more layers than the run's model", .args = args,
+       .place = from + ": {dir}/hf/config.json: n_layer is 4, and this run's model has 2",
+       .says = "set [model] n_layer = 4",
+       .files = {{"hf/config.json", R"({"model_type": "gpt2", "n_layer": 4, "activation_function": "gelu"})"}}},
+      {.name = "init_from a folder of GPT-2's tanh GELU (transformers' default)", .args = args,
+       .place = from + ": {dir}/hf/config.json: activation_function is \"gelu_new\", and this run's model has \"gelu\"",
+       .says = "would compute another function", .files = {{"hf/config.json", "{" + dims + "}"}}},
+      {.name = "init_from a folder of another norm epsilon", .args = args,
+       .place = from + ": {dir}/hf/config.json: layer_norm_epsilon is 1e-06, and this run's model has 1e-05",
+       .says = "set [model] norm_eps = 1e-06",
+       .files = {{"hf/config.json", "{" + dims + R"(, "activation_function": "gelu", "layer_norm_epsilon": 1e-6})"}}},
+      {.name = "init_from a folder whose config.json is torn", .args = args,
+       .place = from + ": {dir}/hf/config.json is not valid JSON", .says = "take it again from its source",
+       .files = {{"hf/config.json", R"({"model_type": "gp)"}}},
+      {.name = "--resume of a path that does not exist", .args = {"--resume", "{dir}/nowhere"},
+       .place = "--resume {dir}/nowhere: checkpoint {dir}/nowhere does not exist", .says = "name a checkpoint"},
+  });
+}
+
+TEST_CASE("a plugin at fault in its own code is named with its hook: an exception in setup, a crash in a step",
+          "[refusals]") {
+  TempDir dir;
+  const auto setup = write_file(dir / "setup.toml", "[parallel]\ndata = \"fixture-setup-throws\"\n");
+  const ProcessResult thrown =
+      run_plait({"run", setup.string(), "--out", (dir / "a").string()},
+                {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/setup_throws"}});
+  INFO(thrown.output);
+  CHECK(thrown.exit_code == 1);
+  CHECK_THAT(thrown.output, Contains("error: plugin 'fixture-setup-throws' failed in its setup: the fixture's setup throws") &&
+                                Contains("this is a fault of the plugin 'fixture-setup-throws'"));
+  const auto step = write_file(dir / "step.toml", "[train]\nsteps = 3\n[parallel]\ndata = \"fixture-step-crash\"\n");
+  const ProcessResult crashed =
+      run_plait({"run", step.string(), "--out", (dir / "b").string()},
+                {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/step_crash"}});
+  INFO(crashed.output);
+  CHECK(crashed.exit_code == 128 + SIGSEGV);
+  CHECK_THAT(crashed.output, Contains("plait: this rank crashed inside plugin 'fixture-step-crash', in its step"));
 }
 
 TEST_CASE("refused before anything starts: plait check's own flags", "[refusals]") {

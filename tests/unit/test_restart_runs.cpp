@@ -123,6 +123,9 @@ TEST_CASE("zero 3 on 4 ranks: a killed rank, after a corrupted checkpoint, is re
     CHECK(records[0].at("node") == 1);
     CHECK(records[0].at("fault") == "kill rank=3 step=6");
     CHECK(records[0].at("resumed_from_step") == 4);
+    // Node 1's surviving rank 2 wrote its flight record there; node 0's launcher took it through the store.
+    CHECK(fs::exists(dir / "node0" / "flight" / "attempt-0" / "rank-2.json"));
+    CHECK(fs::exists(dir / "node1" / "flight" / "attempt-0" / "rank-0.json"));
     expect_same_run(dir / "straight", dir / "node0", dir / "shared");
   }
 }

@@ -82,6 +82,18 @@ TEST_CASE("plait sweep skips what is refused with its sentence, runs the rest, r
   CHECK_THAT(speed, Contains("| 4 |"));
 }
 
+TEST_CASE("a sweep whose every combination is refused exits 1 and leaves no sweep folder", "[sweep]") {
+  TempDir dir;
+  const fs::path out = dir / "sweep";
+  const ProcessResult r = run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "model.n_head=3,5",
+                                     "--steps", "2", "--out", out.string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("skipped n_head-3: ") &&
+                           Contains("error: every one of the sweep's 2 combinations was refused before launch"));
+  CHECK_FALSE(fs::exists(out));
+}
+
 TEST_CASE("Ctrl-C stops a sweep after the running run, and the report covers the runs that finished", "[sweep]") {
   TempDir dir;
   const fs::path out = dir / "sweep";

@@ -1,0 +1,22 @@
+#include "debug/plugin_hook.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+namespace plait {
+namespace {
+
+// Per thread: a plugin's hook may run on the async checkpoint writer's thread too.
+thread_local char t_hook[256] = "";
+
+}  // namespace
+
+InPluginHook::InPluginHook(const std::string& plugin, const char* hook) : previous_(t_hook) {
+  std::snprintf(t_hook, sizeof(t_hook), "inside plugin '%s', in its %s", plugin.c_str(), hook);
+}
+
+InPluginHook::~InPluginHook() { std::snprintf(t_hook, sizeof(t_hook), "%s", previous_.c_str()); }
+
+const char* current_plugin_hook() { return t_hook; }
+
+}  // namespace plait

@@ -1,0 +1,323 @@
+// The refusal corpus beyond `plait run` (test_refusals.cpp has its configs, data, plugins
+// and checkpoints): every other command given what a new user gets wrong. Each case as
+// data: the exit code (1 for a refusal, 2 for a command line plait cannot read), the
+// place the error line starts with (the user's path or flag), the sentence it must say,
+// a hint line, no C++ source location, nothing created where the command would have
+// written, and the finished run it reads left as it was.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+using namespace plait::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// One finished 2-step run of the quickstart with a checkpoint at each step, made once per
+// process and only read by the cases.
+const fs::path& finished_run() {
+  static TempDir dir;
+  static const fs::path run = [] {
+    const fs::path out = dir / "R";
+    const ProcessResult r = run_quickstart(out, 2, {"checkpoint.every=1"});
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return out;
+  }();
+  return run;
+}
+
+fs::path checkpoint_of(const fs::path& run) { return run / "checkpoints" / "step-2"; }
+
+struct CommandCase {
+  std::string name;
+  std::vector<std::string> args;  // {dir}: the case's folder, {run}: the finished run, {ck}: its step-2 checkpoint
+  std::string place;              // the error line starts "error: " + place
+  std::string says = {};          // and the output contains this
+  int exit_code = 1;
+  std::function<void(const fs::path& dir)> prepare = {};  // the case's own files
+  std::vector<std::string> never_made = {};                // paths the command must not create
+};
+
+std::string expand(std::string s, const fs::path& dir) {
+  const std::pair<std::string, std::string> names[] = {{"{dir}", dir.string()},
+                                                       {"{run}", finished_run().string()},
+                                                       {"{ck}", checkpoint_of(finished_run()).string()}};
+  for (const auto& [name, value] : names) {
+    for (std::size_t at; (at = s.find(name)) != std::string::npos;) s.replace(at, name.size(), value);
+  }
+  return s;
+}
+
+// Every path under `root` with its size: what "left as it was" compares.
+std::vector<std::string> listing(const fs::path& root) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    out.push_back(e.path().string() + (e.is_regular_file() ? " " + std::to_string(e.file_size()) : ""));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void expect_refused(const CommandCase& c) {
+  TempDir dir;
+  if (c.prepare) c.prepare(dir.path());
+  std::vector<std::string> args;
+  for (const auto& a : c.args) args.push_back(expand(a, dir.path()));
+  const auto before = listing(finished_run());
+  const ProcessResult r = run_plait(args);
+  INFO(c.name << "\n" << r.output);
+  CHECK(r.exit_code == c.exit_code);
+  // The error line (a sweep says first which combinations it skipped, and why).
+  const auto at = r.output.find("error: ");
+  REQUIRE(at != std::string::npos);
+  CHECK_THAT(r.output.substr(at), StartsWith("error: " + expand(c.place, dir.path())));
+  CHECK_THAT(r.output, Contains(expand(c.says, dir.path())));
+  CHECK_THAT(r.output, Contains("\n  hint: "));
+  CHECK_FALSE(std::regex_search(r.output, std::regex(R"(\.(cpp|hpp|h):[0-9]+)")));
+  CHECK_THAT(r.output, !Contains("plait bug") && !Contains("json.exception") && !Contains("filesystem error"));
+  for (const auto& p : c.never_made) CHECK_FALSE(fs::exists(expand(p, dir.path())));
+  CHECK(listing(finished_run()) == before);
+}
+
+void expect_all_refused(const std::vector<CommandCase>& cases) {
+  for (const auto& c : cases) {
+    DYNAMIC_SECTION(c.name) { expect_refused(c); }
+  }
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// A copy of the run's step-2 checkpoint in `dir`/ck, changed by `edit`.
+std::function<void(const fs::path&)> damaged(const std::function<void(const fs::path& ck)>& edit) {
+  return [edit](const fs::path& dir) {
+    fs::copy(checkpoint_of(finished_run()), dir / "ck", fs::copy_options::recursive);
+    edit(dir / "ck");
+  };
+}
+
+std::function<void(const fs::path&)> index_edited(const std::function<void(nlohmann::json&)>& edit) {
+  return damaged([edit](const fs::path& ck) {
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(ck / "index.json"));
+    edit(j);
+    std::ofstream(ck / "index.json") << j.dump();
+  });
+}
+
+std::string first_shard(const fs::path& ck) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(ck)) {
+    if (e.path().extension() == ".safetensors") names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names.front();
+}
+
+// A copy of the run folder in `dir`/copy, changed by `edit`.
+std::function<void(const fs::path&)> run_copy(const std::function<void(const fs::path& copy)>& edit) {
+  return [edit](const fs::path& dir) {
+    fs::copy(finished_run(), dir / "copy", fs::copy_options::recursive);
+    edit(dir / "copy");
+  };
+}
+
+void make_folder_with_a_file(const fs::path& dir) { write(dir / "full" / "keep.txt", "earlier results"); }
+
+}  // namespace
+
+TEST_CASE("refused: plait compare's runs and reports", "[refusals]") {
+  expect_all_refused({
+      {.name = "one run", .args = {"compare", "{run}"}, .place = "compare needs two or more runs; got 1",
+       .says = "pass two or more run folders"},
+      {.name = "a run folder that does not exist", .args = {"compare", "{run}", "{dir}/nowhere"},
+       .place = "{dir}/nowhere: no such run folder"},
+      {.name = "a file for a run folder", .args = {"compare", "{run}", "{dir}/notes.txt"},
+       .place = "{dir}/notes.txt: no such run folder", .prepare = [](const fs::path& d) { write(d / "notes.txt", "x"); }},
+      {.name = "an empty folder", .args = {"compare", "{run}", "{dir}/empty"},
+       .place = "{dir}/empty: neither a run folder nor a folder of runs",
+       .prepare = [](const fs::path& d) { fs::create_directories(d / "empty"); }},
+      {.name = "a run folder without its lock file", .args = {"compare", "{run}", "{dir}/copy"},
+       .place = "{dir}/copy: neither a run folder nor a folder of runs",
+       .prepare = run_copy([](const fs::path& c) { fs::remove(c / "config.lock.toml"); })},
+      {.name = "a run that recorded no step", .args = {"compare", "{run}", "{dir}/copy"},
+       .place = "{dir}/copy/metrics.jsonl: no step recorded",
+       .prepare = run_copy([](const fs::path& c) { std::ofstream(c / "metrics.jsonl") << ""; })},
+      {.name = "a metrics line damaged before the last", .args = {"compare", "{run}", "{dir}/copy"},
+       .place = "{dir}/copy/metrics.jsonl:1: not a JSON record", .says = "damaged after it wrote them",
+       .prepare = run_copy([](const fs::path& c) {
+         const std::string text = read_file(c / "metrics.jsonl");
+         std::ofstream(c / "metrics.jsonl") << "{\"step\": 1, \"loss\"\n" << text.substr(text.find('\n') + 1);
+       })},
+      {.name = "--html into a folder that does not exist", .args = {"compare", "{run}", "{run}", "--html", "{dir}/no/r.html"},
+       .place = "--html: cannot write {dir}/no/r.html: the folder {dir}/no does not exist", .says = "create {dir}/no first",
+       .never_made = {"{dir}/no"}},
+      {.name = "--markdown onto a folder", .args = {"compare", "{run}", "{run}", "--markdown", "{dir}/md"},
+       .place = "--markdown: cannot write {dir}/md: it is a folder",
+       .prepare = [](const fs::path& d) { fs::create_directories(d / "md"); }},
+  });
+}
+
+TEST_CASE("a torn last line of metrics.jsonl is left out of plait compare, and said", "[refusals]") {
+  TempDir dir;
+  fs::copy(finished_run(), dir / "torn", fs::copy_options::recursive);
+  const std::string text = read_file(dir / "torn" / "metrics.jsonl");
+  std::ofstream(dir / "torn" / "metrics.jsonl") << text.substr(0, text.size() - 20);
+  const ProcessResult r = run_plait({"compare", finished_run().string(), (dir / "torn").string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("torn: the last line of its metrics.jsonl was cut short") &&
+                           Contains("over 1 common steps"));
+}
+
+TEST_CASE("refused: plait sweep's config, axes and folder", "[refusals]") {
+  const std::string config = source_path("configs/quickstart.toml");
+  expect_all_refused({
+      {.name = "a config that does not exist", .args = {"sweep", "{dir}/nowhere.toml", "--vary", "train.lr=0.1,0.2",
+                                                         "--out", "{dir}/s"},
+       .place = "every one of the sweep's 2 combinations was refused before launch",
+       .says = "config file not found: {dir}/nowhere.toml", .never_made = {"{dir}/s"}},
+      {.name = "a key no config has", .args = {"sweep", config, "--vary", "train.lerning_rate=0.1,0.2", "--out", "{dir}/s"},
+       .place = "every one of the sweep's 2 combinations was refused before launch",
+       .says = "unknown key 'lerning_rate' in [train]", .never_made = {"{dir}/s"}},
+      {.name = "--out a folder that holds files", .args = {"sweep", config, "--vary", "train.lr=0.1,0.2", "--out", "{dir}/full"},
+       .place = "the sweep folder {dir}/full already exists and is not empty", .says = "choose another --out",
+       .prepare = make_folder_with_a_file},
+      {.name = "--vary without values", .args = {"sweep", config, "--vary", "train.lr", "--out", "{dir}/s"},
+       .place = "--vary train.lr: expected KEY=V1,V2,...", .never_made = {"{dir}/s"}},
+      {.name = "--vary with an empty value", .args = {"sweep", config, "--vary", "train.lr=", "--out", "{dir}/s"},
+       .place = "--vary train.lr=: an empty value", .never_made = {"{dir}/s"}},
+      {.name = "--vary of a key without its table", .args = {"sweep", config, "--vary", "lr=1,2", "--out", "{dir}/s"},
+       .place = "--vary lr=1,2: 'lr' is not a table.key", .never_made = {"{dir}/s"}},
+      {.name = "--vary of one key twice",
+       .args = {"sweep", config, "--vary", "train.lr=0.1,0.2", "--vary", "train.lr=0.3", "--out", "{dir}/s"},
+       .place = "--vary train.lr is given twice", .never_made = {"{dir}/s"}},
+      {.name = "--repeats 0", .args = {"sweep", config, "--vary", "train.lr=0.1,0.2", "--repeats", "0", "--out", "{dir}/s"},
+       .place = "--repeats 0 is out of range: it takes 1 to 1000", .never_made = {"{dir}/s"}},
+      {.name = "--steps -1", .args = {"sweep", config, "--vary", "train.lr=0.1,0.2", "--steps", "-1", "--out", "{dir}/s"},
+       .place = "--steps -1 is out of range", .never_made = {"{dir}/s"}},
+  });
+}
+
+TEST_CASE("refused: plait export's checkpoint, folder and flags", "[refusals]") {
+  expect_all_refused({
+      {.name = "a checkpoint that does not exist", .args = {"export", "{dir}/nowhere", "--hf", "{dir}/hf"},
+       .place = "checkpoint {dir}/nowhere does not exist", .never_made = {"{dir}/hf"}},
+      {.name = "a folder holding no checkpoint", .args = {"export", "{dir}/empty", "--hf", "{dir}/hf"},
+       .place = "{dir}/empty holds no checkpoint", .prepare = [](const fs::path& d) { fs::create_directories(d / "empty"); },
+       .never_made = {"{dir}/hf"}},
+      {.name = "a checkpoint that lacks one of its model's tensors", .args = {"export", "{dir}/ck", "--hf", "{dir}/hf"},
+       .place = "checkpoint {dir}/ck has no parameter transformer.wte.weight", .says = "the checkpoint is damaged",
+       .prepare = index_edited([](nlohmann::json& j) { j["tensors"].erase("param/transformer.wte.weight"); }),
+       .never_made = {"{dir}/hf", "{dir}/hf.partial"}},
+      {.name = "--hf a folder that holds files", .args = {"export", "{run}", "--hf", "{dir}/full"},
+       .place = "the export folder {dir}/full already exists and is not empty", .says = "choose another --hf",
+       .prepare = make_folder_with_a_file},
+      {.name = "--hf a file", .args = {"export", "{run}", "--hf", "{dir}/notes.txt"},
+       .place = "the export folder {dir}/notes.txt exists and is not a folder",
+       .prepare = [](const fs::path& d) { write(d / "notes.txt", "x"); }},
+      {.name = "--hf empty", .args = {"export", "{run}", "--hf", ""}, .place = "--hf \"\": the export folder's path is empty"},
+      {.name = "--dtype int8", .args = {"export", "{run}", "--hf", "{dir}/hf", "--dtype", "int8"},
+       .place = "--dtype: int8 not in {float32,bfloat16,float16}", .exit_code = 2, .never_made = {"{dir}/hf"}},
+      {.name = "--shard-mb 0", .args = {"export", "{run}", "--hf", "{dir}/hf", "--shard-mb", "0"},
+       .place = "--shard-mb 0 must be a finite number above 0", .never_made = {"{dir}/hf"}},
+      {.name = "--shard-mb -1", .args = {"export", "{run}", "--hf", "{dir}/hf", "--shard-mb", "-1"},
+       .place = "--shard-mb -1 must be a finite number above 0", .never_made = {"{dir}/hf"}},
+      {.name = "--shard-mb past a petabyte", .args = {"export", "{run}", "--hf", "{dir}/hf", "--shard-mb", "1e12"},
+       .place = "--shard-mb 1e12: at most 1000000000", .never_made = {"{dir}/hf"}},
+  });
+}
+
+TEST_CASE("refused: plait checkpoint verify, inspect and diff of damaged checkpoints", "[refusals]") {
+  expect_all_refused({
+      {.name = "verify of a path that does not exist", .args = {"checkpoint", "verify", "{dir}/nowhere"},
+       .place = "checkpoint {dir}/nowhere does not exist"},
+      {.name = "verify of an empty folder", .args = {"checkpoint", "verify", "{dir}/empty"},
+       .place = "{dir}/empty holds no checkpoint", .prepare = [](const fs::path& d) { fs::create_directories(d / "empty"); }},
+      {.name = "an index.json that is a folder", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json is not a file", .prepare = damaged([](const fs::path& ck) {
+         fs::remove(ck / "index.json");
+         fs::create_directories(ck / "index.json");
+       })},
+      {.name = "a torn index", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json is not valid JSON: parse error at line 1",
+       .prepare = damaged([](const fs::path& ck) { std::ofstream(ck / "index.json") << "{\"format\": \"plait-checkpoint\", \"st"; })},
+      {.name = "an index of an unknown format version", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json: checkpoint format version 99, but this plait reads version 1",
+       .prepare = index_edited([](nlohmann::json& j) { j["format_version"] = 99; })},
+      {.name = "an index whose step no run can have", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json: the checkpoint index says step -3",
+       .prepare = index_edited([](nlohmann::json& j) {
+         j["step"] = -3;
+         j["state"]["trainer"]["step"] = -3;
+       })},
+      {.name = "an index whose step disagrees with its trainer state", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json: its step is 7 but its trainer state's is 2",
+       .prepare = index_edited([](nlohmann::json& j) { j["step"] = 7; })},
+      {.name = "an index without the global batch resume reads", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json: the checkpoint index is malformed", .says = "global_batch",
+       .prepare = index_edited([](nlohmann::json& j) { j["state"].erase("global_batch"); })},
+      {.name = "an index that lies about a tensor's dtype", .args = {"checkpoint", "verify", "{dir}/ck"},
+       .place = "{dir}/ck/index.json: tensor param/transformer.wte.weight has dtype 'F99'",
+       .prepare = index_edited([](nlohmann::json& j) { j["tensors"]["param/transformer.wte.weight"]["dtype"] = "F99"; })},
+      {.name = "a truncated file", .args = {"checkpoint", "verify", "{dir}/ck"}, .place = "checkpoint file {dir}/ck/rank-",
+       .says = "has 10 bytes, its index says",
+       .prepare = damaged([](const fs::path& ck) { fs::resize_file(ck / first_shard(ck), 10); })},
+      {.name = "a missing file", .args = {"checkpoint", "verify", "{dir}/ck"}, .place = "checkpoint file {dir}/ck/rank-",
+       .says = "is missing", .prepare = damaged([](const fs::path& ck) { fs::remove(ck / first_shard(ck)); })},
+      {.name = "a flipped byte", .args = {"checkpoint", "verify", "{dir}/ck"}, .place = "checkpoint file {dir}/ck/rank-",
+       .says = "fails its checksum", .prepare = damaged([](const fs::path& ck) {
+         std::fstream f(ck / first_shard(ck), std::ios::in | std::ios::out | std::ios::binary);
+         f.seekg(-3, std::ios::end);
+         const char c = static_cast<char>(f.get());
+         f.seekp(-3, std::ios::end);
+         f.put(static_cast<char>(c ^ 0x01));
+       })},
+      {.name = "inspect of a save that did not finish", .args = {"checkpoint", "inspect", "{dir}/.step-2.partial"},
+       .place = "{dir}/.step-2.partial is a checkpoint whose save did not finish", .prepare = [](const fs::path& d) {
+         fs::copy(checkpoint_of(finished_run()), d / ".step-2.partial", fs::copy_options::recursive);
+         fs::remove(d / ".step-2.partial" / "index.json");
+       }},
+      {.name = "diff against a path that does not exist", .args = {"checkpoint", "diff", "{ck}", "{dir}/nowhere"},
+       .place = "checkpoint {dir}/nowhere does not exist"},
+  });
+}
+
+TEST_CASE("refused: plait debug, plait config show and the command line", "[refusals]") {
+  const std::string config = source_path("configs/quickstart.toml");
+  expect_all_refused({
+      {.name = "debug of a folder that does not exist", .args = {"debug", "{dir}/nowhere"},
+       .place = "plait debug: {dir}/nowhere is not a folder"},
+      {.name = "debug of a folder without flight records", .args = {"debug", "{dir}"},
+       .place = "plait debug: {dir} has no flight records"},
+      {.name = "debug --wait -1", .args = {"debug", "{run}", "--wait", "-1"}, .place = "--wait -1 must be a finite number above 0"},
+      {.name = "config show of a file that does not exist", .args = {"config", "show", "{dir}/nowhere.toml"},
+       .place = "config file not found: {dir}/nowhere.toml"},
+      {.name = "config show of bad TOML", .args = {"config", "show", "{dir}/bad.toml"}, .place = "{dir}/bad.toml:1:7: invalid TOML",
+       .prepare = [](const fs::path& d) { write(d / "bad.toml", "[train\n"); }},
+      {.name = "--nnodes 0", .args = {"run", config, "--nnodes", "0", "--out", "{dir}/o"},
+       .place = "--nnodes 0 is out of range", .never_made = {"{dir}/o"}},
+      {.name = "--master-port abc", .args = {"run", config, "--master-port", "abc", "--out", "{dir}/o"},
+       .place = "--master-port abc: expected a whole number", .never_made = {"{dir}/o"}},
+      {.name = "run without a config", .args = {"run"}, .place = "config is required", .exit_code = 2},
+      {.name = "a command plait does not have", .args = {"frobnicate"},
+       .place = "The following argument was not expected: frobnicate", .says = "`plait --help`", .exit_code = 2},
+      {.name = "--steps without its value", .args = {"run", config, "--steps"}, .place = "--steps:", .exit_code = 2},
+      {.name = "a flag plait run does not have", .args = {"run", config, "--stepz", "3"},
+       .place = "The following arguments were not expected", .says = "`plait run --help`", .exit_code = 2},
+      {.name = "compare without runs", .args = {"compare"}, .place = "runs is required", .exit_code = 2},
+      {.name = "export without --hf", .args = {"export", "{run}"}, .place = "--hf is required", .exit_code = 2},
+      {.name = "checkpoint without what to do", .args = {"checkpoint"}, .place = "A subcommand is required",
+       .says = "`plait checkpoint --help`", .exit_code = 2},
+  });
+}
