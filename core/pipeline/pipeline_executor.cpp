@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "debug/plugin_hook.hpp"
+#include "debug/plugin_call.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"

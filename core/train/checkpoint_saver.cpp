@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "debug/plugin_hook.hpp"
+#include "debug/plugin_call.hpp"
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"

@@ -1,6 +1,6 @@
 #include "train/rank.hpp"
 
-#include "debug/plugin_hook.hpp"
+#include "debug/plugin_call.hpp"
 #include "distributed/rank_device.hpp"
 #include "memory/rank_memory.hpp"
 #include "distributed/tensor_gather.hpp"

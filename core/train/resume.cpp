@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "debug/plugin_hook.hpp"
+#include "debug/plugin_call.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "log/logging.hpp"
 #include "util/human_bytes.hpp"

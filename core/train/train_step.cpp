@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "debug/plugin_hook.hpp"
+#include "debug/plugin_call.hpp"
 #include "data/make_sampler.hpp"
 #include "debug/fault_injector.hpp"
 #include "timing/phase_clock.hpp"

@@ -321,3 +321,21 @@ TEST_CASE("refused: plait debug, plait config show and the command line", "[refu
        .says = "`plait checkpoint --help`", .exit_code = 2},
   });
 }
+
+TEST_CASE("refused: plait new, verify and schedule", "[refusals]") {
+  expect_all_refused({
+      {.name = "new plugin of a kind without a template", .args = {"new", "plugin", "x", "--kind", "frob", "--dir", "{dir}/x"},
+       .place = "plait new plugin: --kind frob has no template", .says = "--kind takes data, pipeline, tensor, offload or comm",
+       .never_made = {"{dir}/x"}},
+      {.name = "new plugin of a name that is not one", .args = {"new", "plugin", "9bad", "--kind", "data", "--dir", "{dir}/x"},
+       .place = "plait new plugin: '9bad' is not a plugin name", .never_made = {"{dir}/x"}},
+      {.name = "new plugin into a folder that holds files", .args = {"new", "plugin", "x", "--kind", "data", "--dir", "{dir}/full"},
+       .place = "plait new plugin: {dir}/full exists and is not an empty folder", .prepare = make_folder_with_a_file},
+      {.name = "verify of a plugin nobody has", .args = {"verify", "nosuchplugin", "--out", "{dir}/v"},
+       .place = "plait verify: no plugin named 'nosuchplugin'", .never_made = {"{dir}/v"}},
+      {.name = "verify of a library path that does not exist", .args = {"verify", "{dir}/none.so", "--out", "{dir}/v"},
+       .place = "plait verify: no file {dir}/none.so", .never_made = {"{dir}/v"}},
+      {.name = "schedule show of a config that does not exist", .args = {"schedule", "show", "{dir}/none.toml"},
+       .place = "config file not found: {dir}/none.toml"},
+  });
+}

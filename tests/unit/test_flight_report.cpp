@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "debug/flight_report.hpp"
+#include "distributed/supervisor.hpp"
 
 using namespace plait;
 using Catch::Matchers::Contains;
@@ -188,4 +189,15 @@ TEST_CASE("a send meets the peer's receive of the same number, whatever order ea
   REQUIRE(f.desync.size() == 1);
   CHECK_THAT(f.desync[0], Contains("rank 0's send #1 to rank 1 on group pp.0") &&
                               Contains("met rank 1's recv #1 from rank 0 on group pp.0") && Contains("a desync"));
+}
+
+TEST_CASE("a rank whose error says only that a peer's connection went away is taken for an echo of the fault",
+          "[debug]") {
+  // gloo's words when the process on the other end died; the launcher names that process instead.
+  CHECK(says_peer_lost("all_reduce #12 on group dp.0 failed: [gloo/transport/tcp/pair.cc:547] Connection closed by "
+                       "peer [127.0.0.1]:40000"));
+  CHECK(says_peer_lost("send to rank 2 failed: [gloo/transport/tcp/pair.cc:589] Connection reset by peer"));
+  CHECK(says_peer_lost("recv failed: write: Broken pipe"));
+  CHECK_FALSE(says_peer_lost("rank 1's communicator for group dp.0 was torn down ([debug] faults abort)"));
+  CHECK_FALSE(says_peer_lost("all_reduce #12 on group dp.0 timed out after 3 s"));
 }

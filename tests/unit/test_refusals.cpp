@@ -401,6 +401,31 @@ TEST_CASE("refused before anything starts: checkpoint folders that are not this 
   });
 }
 
+TEST_CASE("refused before anything starts: traces and faults that cannot be", "[refusals]") {
+  expect_all_refused({
+      {.name = "trace_steps of step 0", .args = {"--set", "debug.trace_steps=[0]"},
+       .place = "--set debug.trace_steps=[0]: [debug] trace_steps names step 0, which is not a step",
+       .says = "choose steps from 1 to 1"},
+      {.name = "trace_steps past the last step", .args = {"--set", "debug.trace_steps=[9]"},
+       .place = "--set debug.trace_steps=[9]: [debug] trace_steps names step 9, which is past the run's last step (1)",
+       .says = "choose steps from 1 to 1"},
+      {.name = "trace_steps of a word", .args = {"--set", "debug.trace_steps=[\"a\"]"},
+       .place = "--set debug.trace_steps=[\"a\"]: [debug].trace_steps: expected an integer in the array, got string \"a\""},
+      {.name = "a fault of no known kind", .args = {"--set", "debug.faults=[\"explode rank=0 step=1\"]"},
+       .place = "--set debug.faults=[\"explode rank=0 step=1\"]: fault 'explode rank=0 step=1': 'explode' is not a fault",
+       .says = "the kinds are kill, segv, exit"},
+      {.name = "a fault on a rank the job does not have", .args = {"--set", "debug.faults=[\"kill rank=9 step=1\"]"},
+       .place = "--set debug.faults=[\"kill rank=9 step=1\"]: fault 'kill rank=9 step=1' is on rank 9, which this job does "
+                "not have (1 ranks)",
+       .says = "choose a rank from 0 to 0"},
+      {.name = "faults as one string, not a list", .args = {"--set", "debug.faults=\"kill rank=0 step=1\""},
+       .place = "--set debug.faults=\"kill rank=0 step=1\": [debug].faults: expected an array (string[])"},
+      {.name = "PLAIT_FAULTS naming neither a step nor an op",
+       .place = "PLAIT_FAULTS: fault 'kill rank=0': it names neither a step nor an op",
+       .says = "write \"<kind> rank=R step=S\"", .env = {{"PLAIT_FAULTS", "kill rank=0"}}},
+  });
+}
+
 TEST_CASE("refused before anything starts: a Hugging Face folder whose config.json is another model, and --resume "
           "in its own name",
           "[refusals]") {

@@ -1,0 +1,24 @@
+#include "debug/plugin_call.hpp"
+
+#include <exception>
+
+#include <c10/util/Exception.h>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+void rethrow_from_plugin(const std::string& plugin, const char* hook) {
+  try {
+    throw;
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(concat("plugin '", plugin, "' failed in its ", hook, ": ", e.what()),
+                concat("this is a fault of the plugin '", plugin, "', not of the config: report it to its authors"));
+  }
+}
+
+}  // namespace plait
