@@ -249,7 +249,8 @@ JobStopped rank_failure_error(const Child& c, const SupervisorSpec& spec, const 
 }  // namespace
 
 bool says_peer_lost(const std::string& message) {
-  for (const char* words : {"Connection closed by peer", "Connection reset by peer", "Broken pipe", "Socket closed"}) {
+  for (const char* words :
+       {"Connection closed by peer", "Connection reset by peer", "Broken pipe", "Socket closed", kAnotherRanksPartFailed}) {
     if (message.find(words) != std::string::npos) return true;
   }
   return false;

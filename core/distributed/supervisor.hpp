@@ -25,9 +25,10 @@ struct RankFailure {
   bool peer_lost = false;
 };
 
-// Whether a rank's error says only that a peer's connection went away (gloo's and the
-// store's words for a dead process on the other end).
+// Whether a rank's error says only that a peer went away or failed first: gloo's words
+// for a dead process on the other end, and plait's for a save another rank abandoned.
 bool says_peer_lost(const std::string& message);
+inline constexpr const char* kAnotherRanksPartFailed = "another rank's part failed first,";
 
 // How launchers of one job tell each other to stop (through the job's store).
 class AbortChannel {

@@ -7,11 +7,12 @@
 
 #include <ATen/ATen.h>
 
-#include "debug/plugin_call.hpp"
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "debug/fault_injector.hpp"
+#include "debug/plugin_call.hpp"
+#include "distributed/supervisor.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "model/hf_format.hpp"
@@ -154,9 +155,17 @@ void CheckpointSaver::write(const Job& job) {
     write_parts(job);
   } catch (...) {
     // The save failed for every rank (rank 0 cannot commit without each rank's part), and
-    // a staging folder is not a checkpoint: nothing of it stays behind.
-    std::error_code ignored;
-    fs::remove_all(job.staging, ignored);
+    // a staging folder is not a checkpoint: nothing of it stays behind. A rank whose folder
+    // is already gone failed because another's part failed first: it says so, so that its
+    // launcher names the other.
+    std::error_code ec;
+    const bool abandoned = !fs::exists(job.staging, ec);
+    fs::remove_all(job.staging, ec);
+    if (abandoned) {
+      throw Error(concat("the save of checkpoint step ", job.progress.step, " was abandoned: ", kAnotherRanksPartFailed,
+                         " and its staging folder is gone"),
+                  "the error of the rank whose part failed says why");
+    }
     throw;
   }
 }
