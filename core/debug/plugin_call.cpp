@@ -16,8 +16,7 @@ void rethrow_from_plugin(const std::string& plugin, const char* hook) {
   } catch (const c10::Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(concat("plugin '", plugin, "' failed in its ", hook, ": ", e.what()),
-                concat("this is a fault of the plugin '", plugin, "', not of the config: report it to its authors"));
+    throw Error(concat("plugin '", plugin, "' failed in its ", hook, ": ", e.what()), plugin_fault_hint(plugin));
   }
 }
 

@@ -5,6 +5,8 @@
 // handler only copies bytes (async-signal-safe).
 #include <string>
 
+#include "plait/sdk/error.hpp"
+
 namespace plait {
 
 class InPluginHook {
@@ -15,10 +17,15 @@ class InPluginHook {
   InPluginHook& operator=(const InPluginHook&) = delete;
 
  private:
-  std::string previous_;
+  char previous_[256];  // the enclosing mark, restored on exit (no allocation per hook call)
 };
 
 // "inside plugin 'x', in its update" while this thread is in a marked hook; "" outside.
 const char* current_plugin_hook();
+
+// The hint of an error that is a plugin's own fault, not the config's.
+inline std::string plugin_fault_hint(const std::string& plugin) {
+  return concat("this is a fault of the plugin '", plugin, "', not of the config: report it to its authors");
+}
 
 }  // namespace plait

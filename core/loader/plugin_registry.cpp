@@ -13,6 +13,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "debug/plugin_hook.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/did_you_mean.hpp"
 #include "util/search_path.hpp"
@@ -271,7 +272,7 @@ std::shared_ptr<void> PluginRegistry::create(const PluginRecord& record) const {
     object = record.info_->create();
   } catch (const std::exception& e) {
     throw Error(concat("plugin '", record.name, "' (", record.path, ") failed in its create: ", e.what()),
-                concat("this is a fault of the plugin '", record.name, "', not of the config: report it to its authors"));
+                plugin_fault_hint(record.name));
   }
   PLAIT_CHECK(object != nullptr, concat("plugin '", record.name, "' (", record.path, ") created no object"),
               "its create function must return a new instance");
