@@ -77,7 +77,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.size(1)
-        pos = torch.arange(0, t, dtype=torch.long)
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.transformer.wte(idx) + self.transformer.wpe(pos)
         for block in self.transformer.h:
             x = block(x)
