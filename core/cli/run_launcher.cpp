@@ -13,6 +13,7 @@
 #include "debug/flight_summary.hpp"
 #include "distributed/flight_exchange.hpp"
 #include "distributed/job_token.hpp"
+#include "distributed/node_heartbeat.hpp"
 #include "distributed/rendezvous.hpp"
 #include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
@@ -23,6 +24,10 @@
 namespace plait::cli {
 namespace fs = std::filesystem;
 namespace {
+
+// A launcher of another node gives up on node 0's store when one reply takes this long: the
+// store answers in milliseconds while node 0 lives and the link holds.
+constexpr std::chrono::milliseconds kStoreReplyTimeout{5000};
 
 // This node's ranks: each runs the config as given (so that what it refuses names the
 // user's lines, not the lock file's) into the run folder, with its place in the job; the
@@ -111,9 +116,10 @@ void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const
 }
 
 // A job that cannot go on: every rank has stopped and written what it could, so their
-// flight records name the culprit.
+// flight records name the culprit. `others`: how long the other nodes get to end.
 [[noreturn]] void fail_job(const std::exception& failure, const std::string& why_not_restarted, const PreparedRun& prep,
-                           const LaunchPlan& launch, JobStore& store, RunStatus& status, std::chrono::milliseconds grace) {
+                           const LaunchPlan& launch, JobStore& store, RunStatus& status,
+                           std::chrono::milliseconds others) {
   const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
   const auto* plait_error = dynamic_cast<const Error*>(&failure);
   std::string text = failure.what();
@@ -123,7 +129,7 @@ void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const
   write_log_files(LogLevel::error, e.what());
   status.failed(e.what());
   try {
-    close_store_last(store, launch, grace + std::chrono::seconds(2));  // the others are stopping too
+    close_store_last(store, launch, others);
   } catch (const std::exception&) {
     // The store may be gone already (node 0 failed first); the failure above is the news.
   }
@@ -156,17 +162,18 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
     store = launch.node_rank == 0
                 ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token)
                 : JobStore::connect(master_addr, *args.master_port, /*adopt the job id*/ "", prep.dist.rendezvous_timeout,
-                                    concat("the launcher of node ", launch.node_rank), token);
+                                    concat("the launcher of node ", launch.node_rank), token, false, kStoreReplyTimeout);
   } catch (const std::exception& e) {
     status.failed(e.what());
     throw;
   }
+  const NodeHeartbeat heartbeat(*store, launch.node_rank, launch.nnodes);
   RestartBook restarts(launch.folder, launch.node_rank, status);
   const auto start = std::chrono::steady_clock::now();
   std::string resume_from;  // a restart's checkpoint
   for (int attempt = 0;; ++attempt) {
     const std::unique_ptr<JobStore> job = store->view(attempt_job_id(store->job_id(), attempt));
-    StoreAbortChannel abort(*job, static_cast<int>(prep.world_size));
+    StoreAbortChannel abort(*job, static_cast<int>(prep.world_size), &heartbeat);
     SupervisorSpec spec = rank_processes(prep, launch, args, *job, master_addr, attempt, resume_from, token);
     spec.abort = &abort;
     if (attempt > 0) spec.on_tick = [&] { restarts.poll_first_step(*job); };
@@ -175,17 +182,20 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       supervise(spec, core_log());
       break;
     } catch (const JobStopped& stopped) {
+      // The others are stopping too, and get the time to say so; a node already lost does not.
+      const auto others = abort.lost(std::chrono::seconds(2)) ? std::chrono::milliseconds(500)
+                                                              : spec.grace + std::chrono::seconds(2);
       post_own_flight(*store, attempt, launch, spec);
       const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
-      gather_flight(*store, attempt, launch, prep, spec.grace + std::chrono::seconds(2));  // the others are stopping too
-      if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, spec.grace);
+      gather_flight(*store, attempt, launch, prep, others);
+      if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, others);
       const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
       if (!flight.empty()) core_log().warn(flight);
       restarts.keep_flight_records(attempt);
       restarts.restarting(decision);
       resume_from = decision.resume_from;
     } catch (const std::exception& failure) {
-      fail_job(failure, "", prep, launch, *store, status, spec.grace);
+      fail_job(failure, "", prep, launch, *store, status, spec.grace + std::chrono::seconds(2));
     }
   }
   close_store_last(*store, launch, prep.dist.rendezvous_timeout);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
@@ -295,8 +296,10 @@ void find_everyone_in(const FlightRecords& records, FlightFindings& out) {
 }
 
 // A rank the others keep waiting for: of the last collectives completed everywhere in
-// which the first rank in waited more than 20 ms for the last (scheduling noise stays
-// below that), the rank that came last in most of them.
+// which the first rank in waited more than 20 ms for the last, the rank that kept the
+// others waiting most of that time. Weighed by time, not by count: on a loaded machine
+// every rank comes last now and then by a few tens of ms, which a count of arrivals mistakes
+// for a share of the straggler's (CI: a rank slowed 300 ms per step named in only half).
 void find_straggler(const FlightRecords& records, const OpIndex& index, FlightFindings& out) {
   constexpr int64_t kWaitedUs = 20'000;
   struct Entry {
@@ -329,9 +332,14 @@ void find_straggler(const FlightRecords& records, const OpIndex& index, FlightFi
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.first_us < b.first_us; });
   const std::size_t n = std::min<std::size_t>(entries.size(), 50);
   std::map<int, std::vector<int64_t>> lags;
-  for (std::size_t i = entries.size() - n; i < entries.size(); ++i) lags[entries[i].last_rank].push_back(entries[i].lag_us);
+  int64_t total_us = 0;
+  for (std::size_t i = entries.size() - n; i < entries.size(); ++i) {
+    lags[entries[i].last_rank].push_back(entries[i].lag_us);
+    total_us += entries[i].lag_us;
+  }
   for (auto& [rank, l] : lags) {
-    if (l.size() * 10 < n * 6) continue;
+    const int64_t own_us = std::accumulate(l.begin(), l.end(), int64_t{0});
+    if (l.size() < 3 || own_us * 10 < total_us * 6) continue;
     std::sort(l.begin(), l.end());
     out.straggler.push_back(concat("rank ", rank, " came last to ", l.size(), " of the last ", n,
                                    " collectives the others waited in, a median ", l[l.size() / 2] / 1000,

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "debug/exception_text.hpp"
 #include "debug/fault_injector.hpp"
 #include "plait/sdk/error.hpp"
 #include "timing/phase_clock.hpp"
@@ -87,7 +88,7 @@ class CountedWork final : public Work {
       stats_.complete(id_);
       traced_.done();
       flight_.recorder->failed(flight_.handle);
-      throw Error(concat(description_, " failed: ", e.what()),
+      throw Error(concat(description_, " failed: ", exception_first_line(e)),
                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
     }
     const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -6,14 +6,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <thread>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "distributed/job_token.hpp"
+#include "distributed/node_heartbeat.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -97,6 +101,54 @@ void check_token(c10d::Store& store, const std::string& token, const std::string
 
 }  // namespace
 
+// Shared by every view of one connection.
+struct JobStore::Link {
+  std::string where;  // "addr:port"
+  std::chrono::milliseconds reply_timeout{0};
+  std::atomic<bool> lost{false};
+};
+
+bool JobStore::lost() const { return link_ && link_->lost.load(); }
+
+template <class Fn>
+auto JobStore::guarded(Fn fn, std::chrono::milliseconds wait) -> decltype(fn()) {
+  using Result = decltype(fn());
+  const auto lost_error = [&] {
+    return Error(concat("the job's store at ", link_->where, " stopped answering (no reply within ",
+                        link_->reply_timeout.count() / 1000.0, " s): node 0 is down, or the network to it is cut"),
+                 "check that node 0's launcher still runs and that this node reaches it (its address and port)");
+  };
+  if (lost()) throw lost_error();
+  if (!link_) return fn();
+  try {
+    // c10d's client waits for a reply without a limit (a cut link leaves it in recv for
+    // good): the request runs on a thread of its own, given up on after the reply timeout,
+    // and `fn` owns what it uses, since the thread may outlive this call.
+    auto result = std::make_shared<std::promise<Result>>();
+    std::future<Result> reply = result->get_future();
+    std::thread([result, fn]() mutable {
+      try {
+        if constexpr (std::is_void_v<Result>) {
+          fn();
+          result->set_value();
+        } else {
+          result->set_value(fn());
+        }
+      } catch (...) {
+        result->set_exception(std::current_exception());
+      }
+    }).detach();
+    if (reply.wait_for(link_->reply_timeout + wait) == std::future_status::timeout) {
+      link_->lost = true;
+      throw lost_error();
+    }
+    return reply.get();
+  } catch (const c10::DistNetworkError&) {
+    link_->lost = true;
+    throw lost_error();
+  }
+}
+
 void JobStore::set_job(const std::string& job_id, const std::string& key_space) {
   job_id_ = job_id;
   key_space_ = key_space;
@@ -127,7 +179,8 @@ std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, st
 
 std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, const std::string& job_id,
                                             std::chrono::milliseconds timeout, const std::string& who,
-                                            const std::string& token, bool publish_check) {
+                                            const std::string& token, bool publish_check,
+                                            std::chrono::milliseconds reply_timeout) {
   const auto start = std::chrono::steady_clock::now();
   const std::string unreachable = wait_for_listener(addr, port, start + timeout);
   auto fail = [&](std::string why) {
@@ -146,6 +199,11 @@ std::unique_ptr<JobStore> JobStore::connect(const std::string& addr, int port, c
                                  start + timeout - std::chrono::steady_clock::now()),
                              std::chrono::milliseconds(1000));
   std::unique_ptr<JobStore> s(new JobStore());
+  if (reply_timeout.count() > 0) {
+    s->link_ = std::make_shared<Link>();
+    s->link_->where = concat(addr, ":", port);
+    s->link_->reply_timeout = reply_timeout;
+  }
   try {
     s->store_ = c10::make_intrusive<c10d::TCPStore>(addr, options);
     s->store_->setTimeout(timeout);
@@ -176,30 +234,38 @@ JobStore::~JobStore() = default;
 std::unique_ptr<JobStore> JobStore::view(const std::string& job_id) const {
   std::unique_ptr<JobStore> s(new JobStore());
   s->store_ = store_;
+  s->link_ = link_;
   s->port_ = port_;
   s->set_job(job_id, key_space_);
   return s;
 }
 
-void JobStore::set(const std::string& key, const std::string& value) { store_->set(prefix_ + key, bytes_of(value)); }
+void JobStore::set(const std::string& key, const std::string& value) {
+  guarded([store = store_, key = prefix_ + key, value] { store->set(key, bytes_of(value)); });
+}
 
 std::optional<std::string> JobStore::try_get(const std::string& key) {
-  if (!store_->check({prefix_ + key})) return std::nullopt;
-  return string_of(store_->get(prefix_ + key));
+  return guarded([store = store_, key = prefix_ + key]() -> std::optional<std::string> {
+    if (!store->check({key})) return std::nullopt;
+    return string_of(store->get(key));
+  });
 }
 
 std::string JobStore::wait_get(const std::string& key, std::chrono::milliseconds timeout,
                                const std::string& waiting_for) {
   try {
-    store_->wait({prefix_ + key}, timeout);
+    guarded([store = store_, key = prefix_ + key, timeout] { store->wait({key}, timeout); }, timeout);
   } catch (const std::exception& e) {
+    if (lost()) throw;
     throw Error(concat("waited ", timeout.count() / 1000.0, " s for ", waiting_for, " in vain"),
                 "another rank failed or never started: see the launcher output and the rank logs");
   }
-  return string_of(store_->get(prefix_ + key));
+  return guarded([store = store_, key = prefix_ + key] { return string_of(store->get(key)); });
 }
 
-int64_t JobStore::add(const std::string& key, int64_t amount) { return store_->add(prefix_ + key, amount); }
+int64_t JobStore::add(const std::string& key, int64_t amount) {
+  return guarded([store = store_, key = prefix_ + key, amount] { return store->add(key, amount); });
+}
 
 void join_all_ranks(JobStore& store, int rank, int world_size, std::chrono::milliseconds timeout) {
   store.set(concat("joined/", rank), "1");
@@ -235,18 +301,50 @@ std::vector<int> await_launcher_ends(JobStore& store, int nnodes, std::chrono::m
   return missing;
 }
 
-void StoreAbortChannel::post(const std::string& reason) {
-  if (!store_.try_get("abort")) store_.set("abort", reason);
+StoreAbortChannel::StoreAbortChannel(JobStore& store, int world_size, const NodeHeartbeat* heartbeat)
+    : store_(store), world_size_(world_size), heartbeat_(heartbeat) {}
+
+template <class T, class Fn>
+T StoreAbortChannel::unless_lost(T otherwise, Fn&& fn) {
+  if (store_.lost()) return otherwise;
+  try {
+    return fn();
+  } catch (const std::exception&) {
+    if (!store_.lost()) throw;
+    return otherwise;  // lost() says so
+  }
 }
 
-std::optional<std::string> StoreAbortChannel::poll() { return store_.try_get("abort"); }
+void StoreAbortChannel::post(const std::string& reason) {
+  unless_lost(0, [&] {
+    if (!store_.try_get("abort")) store_.set("abort", reason);
+    return 0;
+  });
+}
+
+std::optional<std::string> StoreAbortChannel::poll() {
+  return unless_lost(std::optional<std::string>{}, [&]() -> std::optional<std::string> {
+    if (auto reason = store_.try_get("abort")) return reason;
+    if (auto silent = lost(NodeHeartbeat::kNeverHeardAfter)) {  // its ranks may not be waiting for it yet
+      post(*silent);
+      return silent;
+    }
+    return std::nullopt;
+  });
+}
+
+std::optional<std::string> StoreAbortChannel::lost(std::chrono::milliseconds quiet) {
+  return heartbeat_ != nullptr ? heartbeat_->lost(quiet) : std::nullopt;
+}
 
 std::vector<std::string> StoreAbortChannel::pending_operations() {
-  std::vector<std::string> out;
-  for (int r = 0; r < world_size_; ++r) {
-    if (auto p = store_.try_get(concat("pending/", r)); p && !p->empty()) out.push_back(concat("rank ", r, ": ", *p));
-  }
-  return out;
+  return unless_lost(std::vector<std::string>{}, [&] {
+    std::vector<std::string> out;
+    for (int r = 0; r < world_size_; ++r) {
+      if (auto p = store_.try_get(concat("pending/", r)); p && !p->empty()) out.push_back(concat("rank ", r, ": ", *p));
+    }
+    return out;
+  });
 }
 
 void report_rank_failure(JobStore& store, const RankFailure& failure) {
@@ -259,7 +357,7 @@ void report_rank_failure(JobStore& store, const RankFailure& failure) {
 }
 
 std::optional<RankFailure> StoreAbortChannel::rank_failure(int rank) {
-  const auto text = store_.try_get(concat("failure/", rank));
+  const auto text = unless_lost(std::optional<std::string>{}, [&] { return store_.try_get(concat("failure/", rank)); });
   if (!text) return std::nullopt;
   try {
     const nlohmann::json j = nlohmann::json::parse(*text);

@@ -22,6 +22,8 @@ class Store;
 
 namespace plait {
 
+class NodeHeartbeat;
+
 class JobStore {
  public:
   // Listens on `port` (0: a free port) on every interface, and publishes the job id and
@@ -32,9 +34,14 @@ class JobStore {
   // An empty job id adopts the one the host published. `token` must pass the store's check
   // (refused in one sentence otherwise); `publish_check`: this process publishes it (rank
   // 0 of a job whose store torchrun's agent hosts).
+  // `reply_timeout` (0: `timeout`): how long one request may wait for the store's reply
+  // once connected (a wait for a key still gets its own timeout). A launcher of another
+  // node keeps it short: a store that stops answering is a lost node 0 or a cut link, and
+  // from then on every request fails at once, naming the store, instead of each hanging.
   static std::unique_ptr<JobStore> connect(const std::string& addr, int port, const std::string& job_id,
                                            std::chrono::milliseconds timeout, const std::string& who,
-                                           const std::string& token, bool publish_check = false);
+                                           const std::string& token, bool publish_check = false,
+                                           std::chrono::milliseconds reply_timeout = std::chrono::milliseconds(0));
   ~JobStore();
   // The same store (one connection, or the hosted server kept alive) under another job
   // id's keys: each start of a restarted job has its own, so none meets an earlier's.
@@ -44,6 +51,8 @@ class JobStore {
   const std::string& job_id() const { return job_id_; }
   const std::string& prefix() const { return prefix_; }  // "plait/<job>/[<token's key space>/]"
   c10d::Store& raw() { return *store_; }
+  // The store stopped answering (a request's reply did not come within its timeout).
+  bool lost() const;
 
   void set(const std::string& key, const std::string& value);
   std::optional<std::string> try_get(const std::string& key);
@@ -55,6 +64,12 @@ class JobStore {
   JobStore() = default;
   c10::intrusive_ptr<c10d::Store> store_;
   void set_job(const std::string& job_id, const std::string& key_space);
+  // Runs a request (`wait`: how long it may wait for a key, beyond the reply); a request
+  // that fails on the network or gets no reply marks the store lost for every view of it.
+  template <class Fn>
+  auto guarded(Fn fn, std::chrono::milliseconds wait = std::chrono::milliseconds(0)) -> decltype(fn());
+  struct Link;
+  std::shared_ptr<Link> link_;
 
   std::string prefix_;
   std::string job_id_, key_space_;
@@ -78,18 +93,25 @@ void report_rank_failure(JobStore& store, const RankFailure& failure);
 
 // The abort channel of a job, over its store: a failure posted by any launcher stops the
 // launchers of every node; ranks publish what they wait for under "pending/<rank>".
+// With the launcher's heartbeat (node_heartbeat.hpp), a lost node or store is named
+// (lost()); once the store is lost, nothing here waits for it again.
 class StoreAbortChannel final : public AbortChannel {
  public:
-  StoreAbortChannel(JobStore& store, int world_size) : store_(store), world_size_(world_size) {}
+  StoreAbortChannel(JobStore& store, int world_size, const NodeHeartbeat* heartbeat = nullptr);
   void post(const std::string& reason) override;
   std::optional<std::string> poll() override;
   std::vector<std::string> pending_operations() override;
   std::optional<RankFailure> rank_failure(int rank) override;
   std::optional<RankFailure> first_own_failure() override;
+  std::optional<std::string> lost(std::chrono::milliseconds quiet) override;
 
  private:
+  template <class T, class Fn>
+  T unless_lost(T otherwise, Fn&& fn);
+
   JobStore& store_;
   int world_size_;
+  const NodeHeartbeat* heartbeat_;
 };
 
 }  // namespace plait

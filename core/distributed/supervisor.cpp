@@ -187,6 +187,9 @@ std::string failure_report(const Child& c, const SupervisorSpec& spec, const std
   return text;
 }
 
+// Launchers beat every half second while they supervise: one silent this long is gone.
+constexpr std::chrono::milliseconds kSilentWhileFailing{2000};
+
 // How surely a failed rank is where the fault began: 2 when it crashed or failed in its own
 // words, 1 when it ended without saying why, 0 when it said only that a peer vanished.
 int origin_weight(const Child& c, const SupervisorSpec& spec) {
@@ -212,11 +215,20 @@ const Child* likeliest_origin(const std::vector<Child>& children, const Supervis
 
 // A dead rank's peers fail too, often before the launcher reaps it: when the failure found
 // is only such an echo, wait up to a second for its origin to end or report, on this node
-// or another.
+// or another, and while a rank of this node still runs, up to the grace: a crashing rank
+// writes its flight record before it dies, which on a loaded machine can take seconds (CI:
+// a peer's "connection closed" named instead of the segfault).
 const Child* wait_for_origin(std::vector<Child>& children, const SupervisorSpec& spec) {
   const Child* origin = likeliest_origin(children, spec);
-  const auto deadline = std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(spec.grace, std::chrono::seconds(1));
-  while (origin_weight(*origin, spec) == 0 && std::chrono::steady_clock::now() < deadline) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto elsewhere = now + std::min<std::chrono::milliseconds>(spec.grace, std::chrono::seconds(1));
+  const auto here = now + std::min<std::chrono::milliseconds>(spec.grace, std::chrono::seconds(5));
+  const auto waiting = [&] {
+    const auto t = std::chrono::steady_clock::now();
+    const bool any_running = std::any_of(children.begin(), children.end(), [](const Child& c) { return c.running; });
+    return t < elsewhere || (any_running && t < here);
+  };
+  while (origin_weight(*origin, spec) == 0 && waiting()) {
     if (spec.abort && spec.abort->first_own_failure()) break;
     pump(children, spec.console_rank, 50);
     reap(children);
@@ -244,6 +256,21 @@ JobStopped rank_failure_error(const Child& c, const SupervisorSpec& spec, const 
   if (own) return JobStopped(reported_failure(*own, spec), c.launch.rank, false);
   return JobStopped(Error(failure_report(c, spec, pending), "the rank's log has its full output; rerun with -v for more"),
                     c.launch.rank, false);
+}
+
+// A rank that failed while another node fell silent failed because of it (its collective
+// timed out, its peer's connection broke): the lost node is where the fault began.
+JobStopped with_lost_node(JobStopped stopped, const SupervisorSpec& spec) {
+  if (spec.abort == nullptr) return stopped;
+  const auto lost = spec.abort->lost(kSilentWhileFailing);
+  if (!lost) return stopped;
+  std::string rank_said = stopped.what();
+  rank_said = rank_said.substr(0, rank_said.find('\n'));
+  JobStopped named(Error(concat(*lost, "; rank ", stopped.rank, " then failed: ", rank_said),
+                         "check that node and the network between the nodes; the rank logs say more"),
+                   stopped.rank, false);
+  named.noticed = stopped.noticed;
+  return named;
 }
 
 }  // namespace
@@ -302,7 +329,7 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       const Child& c = *wait_for_origin(children, spec);
       std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
-      JobStopped stopped = rank_failure_error(c, spec, pending);
+      JobStopped stopped = with_lost_node(rank_failure_error(c, spec, pending), spec);
       stop_all(children, spec);
       finish();
       stopped.noticed = noticed;
@@ -313,7 +340,9 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     if (!any_running) break;
     if (spec.abort && std::chrono::steady_clock::now() - last_abort_check > std::chrono::milliseconds(500)) {
       last_abort_check = std::chrono::steady_clock::now();
-      if (auto reason = spec.abort->poll()) {
+      std::optional<std::string> reason = spec.abort->poll();
+      if (!reason) reason = spec.abort->lost(std::chrono::milliseconds::max());  // this node's store is gone
+      if (reason) {
         const auto noticed = std::chrono::system_clock::now();
         stop_all(children, spec);
         finish();

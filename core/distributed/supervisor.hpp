@@ -42,6 +42,9 @@ class AbortChannel {
   virtual std::optional<RankFailure> rank_failure(int rank) { return std::nullopt; }
   // The first report, by rank, of a rank that failed in its own words (not peer_lost).
   virtual std::optional<RankFailure> first_own_failure() { return std::nullopt; }
+  // A node lost to this one, in a sentence: another node silent for `quiet` or more, or
+  // the channel itself gone (node 0's store no longer answers).
+  virtual std::optional<std::string> lost(std::chrono::milliseconds /*quiet*/) { return std::nullopt; }
 };
 
 struct RankLaunch {

@@ -9,6 +9,7 @@
 
 #include "checkpoint/checkpoint_location.hpp"
 #include "data/make_sampler.hpp"
+#include "debug/exception_text.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
@@ -31,13 +32,18 @@ void configure_process(const RunPlan& plan) {
   const TrainSettings& train = plan.config->train();
   install_tracking_allocator();
   set_device_memory_limit(static_cast<int64_t>(train.memory_limit_mb * 1024 * 1024));
-  if (const int64_t threads = train.threads; threads > 0) {
-    at::set_num_threads(static_cast<int>(threads));
+  int threads = at::get_num_threads();
+  if (train.threads > 0) {
+    threads = static_cast<int>(train.threads);
   } else if (plan.bound_cores > 0) {
-    at::set_num_threads(plan.bound_cores);
+    threads = plan.bound_cores;
   } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks
-    at::set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size));
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size);
   }
+  // Set even when it is LibTorch's default: only then does LibTorch turn MKL's dynamic thread
+  // count off, which MKL's reproducibility conditions ask for (CI: a one-process run's
+  // float32 losses differed in their last digits from its twin's on a loaded machine).
+  at::set_num_threads(threads);
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   at::manual_seed(static_cast<uint64_t>(train.seed));
 }
@@ -134,9 +140,7 @@ RunSummary run_training(const RunPlan& plan) {
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-    std::string what = c10_error ? c10_error->what_without_backtrace() : e.what();
-    what = what.substr(0, what.find('\n'));
+    const std::string what = exception_first_line(e);
     const ParallelSettings& parallel = plan.config->parallel();
     if (device_memory_limit_hit()) {
       throw Error(concat("rank ", plan.world->rank(), " ran out of its device memory budget under data plugin '",
@@ -146,7 +150,7 @@ RunSummary run_training(const RunPlan& plan) {
                   "parallel.offload = \"cpu\"), lower data.micro_batch_size, or raise train.memory_limit_mb");
     }
     throw Error(concat("rank ", plan.world->rank(), " failed while training (data plugin '",
-                       parallel.data, "'): ", c10_error ? "LibTorch: " : "", what),
+                       parallel.data, "'): ", dynamic_cast<const c10::Error*>(&e) ? "LibTorch: " : "", what),
                 "rerun with -v for the full log; if the config is valid, this is a plait bug: please report it with "
                 "the run folder's logs");
   }

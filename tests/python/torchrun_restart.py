@@ -1,8 +1,11 @@
 """torchrun's own restarts (--max-restarts) with plait's resume = "auto": a rank of a
 2-rank ddp job started by the real torchrun (torch.distributed.run, its agent hosting the
-store) is killed at step 5; torchrun starts both ranks again, they resume from the run's
+store) is killed at step 6; torchrun starts both ranks again, they resume from the run's
 newest checkpoint (step 4) in the same run folder, and the job ends with the same weights,
-bit for bit, and the same losses as a plait run that was never interrupted.
+bit for bit, and the same losses as a plait run that was never interrupted. (Not at step 5:
+rank 1 can reach step 5 while rank 0 still commits step 4, and torchrun stops rank 0 the
+moment rank 1 dies; rank 1 reaches step 6 only after step 5's collectives, which rank 0
+joins once the commit is done.)
 """
 import argparse
 import json
@@ -44,7 +47,7 @@ def main():
     run([a.plait] + common + ["--out", straight])
     out = run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--max-restarts", "1",
                "--master-port", str(free_port()), "--no-python", a.plait] + common +
-              ["--out", restarted, "--set", 'checkpoint.resume="auto"', "--set", 'debug.faults=["kill rank=1 step=5"]'])
+              ["--out", restarted, "--set", 'checkpoint.resume="auto"', "--set", 'debug.faults=["kill rank=1 step=6"]'])
     resumed = [l for l in out.splitlines() if "resumed from" in l]
     if not resumed or "step-4" not in resumed[0]:
         sys.exit(f"the restarted ranks did not resume from step-4:\n{out}")

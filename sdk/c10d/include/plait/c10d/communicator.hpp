@@ -27,7 +27,11 @@ inline c10::intrusive_ptr<c10d::Store> group_store(const GroupSpec& spec) {
 
 class C10dWork final : public Work {
  public:
-  C10dWork(c10::intrusive_ptr<c10d::Work> work, bool device_timed) : work_(std::move(work)), timed_(device_timed) {}
+  // `group_timeout`: the wait of an operation given none (0: the backend's own). gloo's
+  // receives otherwise wait as long as its pairs took to connect, not the group's timeout.
+  C10dWork(c10::intrusive_ptr<c10d::Work> work, bool device_timed,
+           std::chrono::milliseconds group_timeout = std::chrono::milliseconds(0))
+      : work_(std::move(work)), timed_(device_timed), group_timeout_(group_timeout) {}
   bool is_completed() override { return work_->isCompleted(); }
   // c10d's getDuration() is the milliseconds between the CUDA events around the kernel,
   // recorded only when the backend's timing is on; it refuses an unfinished operation.
@@ -40,13 +44,14 @@ class C10dWork final : public Work {
     }
   }
   void wait(std::chrono::milliseconds timeout) override {
-    work_->wait(timeout.count() > 0 ? timeout : std::chrono::milliseconds(0));
+    work_->wait(timeout.count() > 0 ? timeout : group_timeout_);
   }
   std::exception_ptr exception() override { return work_->isCompleted() ? work_->exception() : nullptr; }
 
  private:
   c10::intrusive_ptr<c10d::Work> work_;
   bool timed_;
+  std::chrono::milliseconds group_timeout_;
 };
 
 class C10dCommunicator final : public Communicator {
@@ -59,7 +64,8 @@ class C10dCommunicator final : public Communicator {
         rank_(rank),
         size_(size),
         supports_avg_(supports_avg),
-        device_timed_(device_timed) {}
+        device_timed_(device_timed),
+        group_timeout_(timeout_of(*backend_)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -144,7 +150,14 @@ class C10dCommunicator final : public Communicator {
     if (o.timeout.count() > 0) opts.timeout = o.timeout;
   }
   std::shared_ptr<Work> wrap(c10::intrusive_ptr<c10d::Work> w) const {
-    return std::make_shared<C10dWork>(std::move(w), device_timed_);
+    return std::make_shared<C10dWork>(std::move(w), device_timed_, group_timeout_);
+  }
+  static std::chrono::milliseconds timeout_of(c10d::Backend& backend) {
+    try {
+      return backend.getBackendOptions()->timeout;
+    } catch (const std::exception&) {
+      return std::chrono::milliseconds(0);  // a backend without options: its own default
+    }
   }
 
   c10::intrusive_ptr<c10d::Backend> backend_;
@@ -152,6 +165,7 @@ class C10dCommunicator final : public Communicator {
   int rank_, size_;
   bool supports_avg_;
   bool device_timed_;
+  std::chrono::milliseconds group_timeout_;
 };
 
 }  // namespace plait::c10d_comm
