@@ -111,10 +111,18 @@ TEST_CASE("plait debug on a running job asks its ranks for their records and nam
                                Contains("a straggler"));
   // And while it ran, from step times: the launcher's console (rank 0's log) said so, and the records keep it.
   CHECK_THAT(r.output, Contains(": rank 3 is a straggler: ") && Contains(" of its own work per step against the median rank's "));
+  // The steps' records name it, and only it (on a loaded machine the others' own time
+  // swings too, so not every step does: CI's last step did not).
   const auto metrics = read_metrics(out);
   REQUIRE(metrics.size() == 40);
-  CHECK(metrics.back().at("straggler").at("rank") == 3);
-  CHECK(metrics.back().at("straggler").at("own_ms").get<double>() > 300.0);
+  int named = 0;
+  for (const auto& m : metrics) {
+    if (!m.contains("straggler")) continue;
+    ++named;
+    CHECK(m.at("straggler").at("rank") == 3);
+    CHECK(m.at("straggler").at("own_ms").get<double>() > 300.0);
+  }
+  CHECK(named >= 5);
 }
 
 TEST_CASE("plait debug refuses a folder without flight records, saying when ranks write them", "[flight]") {
