@@ -79,6 +79,20 @@ void close_store_last(JobStore& store, const LaunchPlan& launch, std::chrono::mi
                   " s; closing the job's store anyway (see their output)");
 }
 
+// Another node's launcher whose store stopped answering (node 0 lost, or the link to it
+// cut) waits for it on a new connection, as long as a node may take to join
+// (rendezvous_timeout_s): node 0's launcher waits as long for this node's report, and the
+// job restarts once the link is back.
+std::unique_ptr<JobStore> rejoin_store(const JobStore& lost, const PreparedRun& prep, const LaunchPlan& launch,
+                                       const std::string& master_addr, int port, const std::string& token) {
+  core_log().warn("node 0's store stopped answering; waiting up to ", prep.dist.rendezvous_timeout.count() / 1000.0,
+                  " s for it to answer again, to restart the job");
+  auto store = JobStore::connect(master_addr, port, lost.job_id(), prep.dist.rendezvous_timeout,
+                                 concat("the launcher of node ", launch.node_rank), token, false, kStoreReplyTimeout);
+  core_log().info("node 0's store answers again");
+  return store;
+}
+
 // The job's token: the user's (PLAIT_JOB_TOKEN, PLAIT_JOB_TOKEN_FILE), else on one node a
 // new one; the launchers of several nodes cannot share one they did not get.
 std::string job_token(const LaunchPlan& launch) {
@@ -167,13 +181,14 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
     status.failed(e.what());
     throw;
   }
-  const NodeHeartbeat heartbeat(*store, launch.node_rank, launch.nnodes);
+  auto heartbeat = std::make_unique<NodeHeartbeat>(*store, launch.node_rank, launch.nnodes);
   RestartBook restarts(launch.folder, launch.node_rank, status);
   const auto start = std::chrono::steady_clock::now();
   std::string resume_from;  // a restart's checkpoint
   for (int attempt = 0;; ++attempt) {
+    heartbeat->forgive();
     const std::unique_ptr<JobStore> job = store->view(attempt_job_id(store->job_id(), attempt));
-    StoreAbortChannel abort(*job, static_cast<int>(prep.world_size), &heartbeat);
+    StoreAbortChannel abort(*job, static_cast<int>(prep.world_size), heartbeat.get());
     SupervisorSpec spec = rank_processes(prep, launch, args, *job, master_addr, attempt, resume_from, token);
     spec.abort = &abort;
     if (attempt > 0) spec.on_tick = [&] { restarts.poll_first_step(*job); };
@@ -185,6 +200,16 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       // The others are stopping too, and get the time to say so; a node already lost does not.
       const auto others = abort.lost(std::chrono::seconds(2)) ? std::chrono::milliseconds(500)
                                                               : spec.grace + std::chrono::seconds(2);
+      if (store->lost() && attempt < prep.config->distributed().max_restarts) {
+        try {
+          heartbeat.reset();  // it beats through the lost connection
+          store = rejoin_store(*store, prep, launch, master_addr, *args.master_port, token);
+          heartbeat = std::make_unique<NodeHeartbeat>(*store, launch.node_rank, launch.nnodes);
+        } catch (const std::exception& e) {
+          fail_job(stopped, concat("node 0's store did not answer again: ", e.what()), prep, launch, *store, status,
+                   others);
+        }
+      }
       post_own_flight(*store, attempt, launch, spec);
       const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
       gather_flight(*store, attempt, launch, prep, others);

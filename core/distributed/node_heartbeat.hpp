@@ -26,6 +26,8 @@ class NodeHeartbeat {
   // In a sentence: another node silent for `quiet` or more (one never heard from: for
   // kNeverHeardAfter), or, on another node than 0, node 0's store that stopped answering.
   std::optional<std::string> lost(std::chrono::milliseconds quiet) const;
+  // A restart starts every node's silence afresh: all of them just agreed on it.
+  void forgive();
 
   static constexpr std::chrono::milliseconds kEvery{500};
   static constexpr std::chrono::milliseconds kNeverHeardAfter{10'000};
