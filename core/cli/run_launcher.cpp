@@ -198,7 +198,7 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       break;
     } catch (const JobStopped& stopped) {
       // The others are stopping too, and get the time to say so; a node already lost does not.
-      const auto others = abort.lost(std::chrono::seconds(2)) ? std::chrono::milliseconds(500)
+      const auto others = abort.lost(NodeHeartbeat::kSilentWhileFailing) ? std::chrono::milliseconds(500)
                                                               : spec.grace + std::chrono::seconds(2);
       if (store->lost() && attempt < prep.config->distributed().max_restarts) {
         try {

@@ -31,6 +31,9 @@ class NodeHeartbeat {
 
   static constexpr std::chrono::milliseconds kEvery{500};
   static constexpr std::chrono::milliseconds kNeverHeardAfter{10'000};
+  // A node this silent when a rank fails is why it failed: six beats missed, which a
+  // launcher merely starved of CPU for a moment does not do.
+  static constexpr std::chrono::milliseconds kSilentWhileFailing{3000};
 
  private:
   void beat();

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/node_heartbeat.hpp"
 #include "plait/sdk/error.hpp"
 
 extern char** environ;
@@ -187,9 +188,6 @@ std::string failure_report(const Child& c, const SupervisorSpec& spec, const std
   return text;
 }
 
-// Launchers beat every half second while they supervise: one silent this long is gone.
-constexpr std::chrono::milliseconds kSilentWhileFailing{2000};
-
 // How surely a failed rank is where the fault began: 2 when it crashed or failed in its own
 // words, 1 when it ended without saying why, 0 when it said only that a peer vanished.
 int origin_weight(const Child& c, const SupervisorSpec& spec) {
@@ -262,7 +260,7 @@ JobStopped rank_failure_error(const Child& c, const SupervisorSpec& spec, const 
 // timed out, its peer's connection broke): the lost node is where the fault began.
 JobStopped with_lost_node(JobStopped stopped, const SupervisorSpec& spec) {
   if (spec.abort == nullptr) return stopped;
-  const auto lost = spec.abort->lost(kSilentWhileFailing);
+  const auto lost = spec.abort->lost(NodeHeartbeat::kSilentWhileFailing);
   if (!lost) return stopped;
   std::string rank_said = stopped.what();
   rank_said = rank_said.substr(0, rank_said.find('\n'));

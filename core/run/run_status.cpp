@@ -1,8 +1,10 @@
 #include "run/run_status.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <ctime>
 #include <utility>
@@ -11,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plait/sdk/error.hpp"
 #include "run/run_folder.hpp"
 
 namespace plait {
@@ -31,6 +34,23 @@ std::string utc_now() {
   return buf;
 }
 
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+// A writer that said the run is under way, and is no longer there to finish it.
+bool writer_gone(const RunStatusRecord& r) {
+  const bool under_way = r.state == "starting" || r.state == "running" || r.state == "restarting";
+  if (!under_way || r.pid <= 0 || r.host.empty() || r.host != host_name()) return false;
+  return ::kill(static_cast<pid_t>(r.pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
 std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
   std::ifstream in(fs::path(folder) / "status.json");
   if (!in) return std::nullopt;
@@ -44,8 +64,14 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
     r.started = j.value("started", "");
     r.updated = j.value("updated", "");
     r.pid = j.value("pid", int64_t{0});
+    r.host = j.value("host", "");
     r.restarts = j.value("restarts", int64_t{0});
     if (j.contains("faults") && j.at("faults").is_array()) r.faults = j.at("faults").get<std::vector<std::string>>();
+    if (writer_gone(r)) {
+      r.reason = concat("its process (pid ", r.pid, ") ended without saying how, at step ", r.step,
+                        ": it crashed or was killed (its log and flight record say more)");
+      r.state = "failed";
+    }
     return r;
   } catch (const std::exception&) {
     return std::nullopt;
@@ -55,11 +81,12 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
 void write_run_status(const std::string& folder, RunStatusRecord record) {
   record.updated = utc_now();
   record.pid = ::getpid();
+  record.host = host_name();
   const nlohmann::ordered_json j = {
       {"state", record.state},     {"reason", record.reason.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(record.reason)},
       {"step", record.step},       {"steps", record.steps},
       {"started", record.started}, {"updated", record.updated},
-      {"pid", record.pid},         {"plait", PLAIT_VERSION},
+      {"pid", record.pid},         {"host", record.host},       {"plait", PLAIT_VERSION},
       {"restarts", record.restarts},
   };
   nlohmann::ordered_json out = j;

@@ -4,7 +4,8 @@
 // (or guess from a missing final line) to know how a run ended:
 //
 //   {"state": "failed", "reason": "step 7: the loss is nan; ...", "step": 7, "steps": 20,
-//    "updated": "2026-12-01T11:00:00Z", "started": "...", "pid": 4242, "plait": "0.1.0"}
+//    "updated": "2026-12-01T11:00:00Z", "started": "...", "pid": 4242, "host": "node-a",
+//    "plait": "0.1.0"}
 //
 // Each write replaces the whole file (a temporary file, then rename), so a reader never
 // sees half of one. Writers: the single process; plait's launcher (start and end of its
@@ -25,13 +26,16 @@ struct RunStatusRecord {
   int64_t steps = 0;   // the steps the run was asked for
   std::string started, updated;  // UTC, ISO 8601
   int64_t pid = 0;     // of the process that wrote it
+  std::string host;    // where that process runs
   int64_t restarts = 0;  // how often the job restarted itself after a fault (restarts.json says why)
   std::vector<std::string> faults;  // faults injected on purpose ([debug] faults, PLAIT_FAULTS)
 };
 
 std::string utc_now();
 
-// The folder's status, or nothing when there is none (or it cannot be read).
+// The folder's status, or nothing when there is none (or it cannot be read). A run still
+// said to be under way whose writer, on this host, is gone (it crashed or was killed
+// before it could say so) reads as failed, saying that.
 std::optional<RunStatusRecord> read_run_status(const std::string& folder);
 
 // Writes it whole; `updated` and `pid` are filled in here.

@@ -12,6 +12,7 @@
 
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/version.hpp"
+#include "run/run_status.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -149,6 +150,27 @@ TEST_CASE("a launcher killed with SIGKILL: its ranks stop, say why in their logs
   CHECK(s.at("state") == "failed");
   CHECK(s.at("reason") == "rank 0 stops: its launcher (plait run) died without stopping it (killed?)");
   CHECK(s.at("step").get<int>() >= 1);
+}
+
+TEST_CASE("a one-process run killed before it could say so reads as failed, not running forever", "[status]") {
+  TempDir dir;
+  const auto out = dir / "run";
+  auto job = std::async(std::launch::async, [&] {
+    return run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "100000", "--out", out.string(), "--set",
+                      "parallel.dp=1"});
+  });
+  REQUIRE(wait_for(out / "metrics.jsonl", "\"step\":5,"));
+  const auto live = read_run_status(out.string());
+  REQUIRE(live.has_value());
+  CHECK(live->state == "running");
+  ::kill(static_cast<pid_t>(live->pid), SIGKILL);
+  REQUIRE(job.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  CHECK(status_of(out).at("state") == "running");  // what the file still says
+  const auto read = read_run_status(out.string());
+  REQUIRE(read.has_value());
+  CHECK(read->state == "failed");
+  CHECK_THAT(read->reason, Contains(concat("its process (pid ", live->pid, ") ended without saying how, at step ")) &&
+                               Contains(": it crashed or was killed"));
 }
 
 TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job say so, and the status fails at the last step "
