@@ -6,7 +6,7 @@
 
 namespace plait {
 
-// The first line of `e`'s message, without LibTorch's backtrace.
+// The first line of `e`'s message, without LibTorch's backtrace or gloo's source line.
 std::string exception_first_line(const std::exception& e);
 
 }  // namespace plait
