@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
+#include "debug/exception_text.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -301,8 +302,7 @@ int main(int argc, char** argv) {
   } catch (const plait::Error& e) {
     return report(e.what(), e.hint(), e.origin(), commands.verbose);
   } catch (const c10::Error& e) {  // LibTorch's own, with plait's words around its first line
-    const std::string what = e.what_without_backtrace();
-    return report(plait::concat("LibTorch failed: ", what.substr(0, what.find('\n'))),
+    return report(plait::concat("LibTorch failed: ", plait::exception_first_line(e)),
                   "if the config is valid, this is a plait bug: please report it with the command and its log", "",
                   commands.verbose);
   } catch (const std::exception& e) {

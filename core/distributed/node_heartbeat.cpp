@@ -23,12 +23,8 @@ void NodeHeartbeat::run() {
   while (!stop_) {
     try {
       beat();
-    } catch (const std::exception& e) {
-      if (node_rank_ != 0 && store_.lost()) {
-        const std::lock_guard<std::mutex> lock(mutex_);
-        store_lost_ = e.what();
-        return;  // nothing more to beat to
-      }
+    } catch (const std::exception&) {
+      if (store_.lost()) return;  // nothing more to beat to; lost() says why
     }
     for (auto slept = std::chrono::milliseconds(0); slept < kEvery && !stop_; slept += std::chrono::milliseconds(50)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -57,15 +53,8 @@ void NodeHeartbeat::forgive() {
 }
 
 std::optional<std::string> NodeHeartbeat::lost(std::chrono::milliseconds quiet) const {
-  if (node_rank_ != 0 && store_.lost()) {
-    try {
-      store_.try_get("abort");  // fails at once, saying which store was lost and why
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-  }
+  if (auto gone = store_.lost_reason()) return gone;
   const std::lock_guard<std::mutex> lock(mutex_);
-  if (!store_lost_.empty()) return store_lost_;
   const auto now = std::chrono::steady_clock::now();
   for (const auto& [node, heard] : heard_) {
     const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - heard.at);

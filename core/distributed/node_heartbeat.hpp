@@ -47,7 +47,6 @@ class NodeHeartbeat {
   const int node_rank_;
   mutable std::mutex mutex_;
   std::map<int, Heard> heard_;  // node 0: the other nodes' last beats
-  std::string store_lost_;      // another node: why the store is gone
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -110,14 +110,20 @@ struct JobStore::Link {
 
 bool JobStore::lost() const { return link_ && link_->lost.load(); }
 
+Error JobStore::lost_error() const {
+  return Error(concat("the job's store at ", link_->where, " stopped answering (no reply within ",
+                      link_->reply_timeout.count() / 1000.0, " s): node 0 is down, or the network to it is cut"),
+               "check that node 0's launcher still runs and that this node reaches it (its address and port)");
+}
+
+std::optional<std::string> JobStore::lost_reason() const {
+  if (!lost()) return std::nullopt;
+  return std::string(lost_error().what());
+}
+
 template <class Fn>
 auto JobStore::guarded(Fn fn, std::chrono::milliseconds wait) -> decltype(fn()) {
   using Result = decltype(fn());
-  const auto lost_error = [&] {
-    return Error(concat("the job's store at ", link_->where, " stopped answering (no reply within ",
-                        link_->reply_timeout.count() / 1000.0, " s): node 0 is down, or the network to it is cut"),
-                 "check that node 0's launcher still runs and that this node reaches it (its address and port)");
-  };
   if (lost()) throw lost_error();
   if (!link_) return fn();
   try {

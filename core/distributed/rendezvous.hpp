@@ -15,6 +15,7 @@
 
 #include "distributed/launch_env.hpp"
 #include "distributed/supervisor.hpp"
+#include "plait/sdk/error.hpp"
 
 namespace c10d {
 class Store;
@@ -34,8 +35,8 @@ class JobStore {
   // An empty job id adopts the one the host published. `token` must pass the store's check
   // (refused in one sentence otherwise); `publish_check`: this process publishes it (rank
   // 0 of a job whose store torchrun's agent hosts).
-  // `reply_timeout` (0: `timeout`): how long one request may wait for the store's reply
-  // once connected (a wait for a key still gets its own timeout). A launcher of another
+  // `reply_timeout` (0: no limit, c10d's own): how long one request may wait for the store's
+  // reply once connected (a wait for a key gets its own timeout on top). A launcher of another
   // node keeps it short: a store that stops answering is a lost node 0 or a cut link, and
   // from then on every request fails at once, naming the store, instead of each hanging.
   static std::unique_ptr<JobStore> connect(const std::string& addr, int port, const std::string& job_id,
@@ -51,8 +52,10 @@ class JobStore {
   const std::string& job_id() const { return job_id_; }
   const std::string& prefix() const { return prefix_; }  // "plait/<job>/[<token's key space>/]"
   c10d::Store& raw() { return *store_; }
-  // The store stopped answering (a request's reply did not come within its timeout).
+  // The store stopped answering (a request's reply did not come within its timeout), and
+  // the sentence that says so, which every request made since has thrown.
   bool lost() const;
+  std::optional<std::string> lost_reason() const;
 
   void set(const std::string& key, const std::string& value);
   std::optional<std::string> try_get(const std::string& key);
@@ -68,6 +71,7 @@ class JobStore {
   // that fails on the network or gets no reply marks the store lost for every view of it.
   template <class Fn>
   auto guarded(Fn fn, std::chrono::milliseconds wait = std::chrono::milliseconds(0)) -> decltype(fn());
+  Error lost_error() const;
   struct Link;
   std::shared_ptr<Link> link_;
 
