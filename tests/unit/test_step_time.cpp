@@ -52,23 +52,41 @@ double per_op_sum(const nlohmann::json& rank) {
 }  // namespace
 
 TEST_CASE("a phase's time excludes what the scopes inside it took, and the phases add up to the lap", "[timing]") {
+  // Each phase gets at least the work done in it, and at most the wall time of its block as
+  // the test measures it: on a loaded machine a block can take longer than its work (CI: 24
+  // ms for 20), which the phase must count, not a fixed margin.
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
   PhaseClock clock;
   clock.install();
   clock.lap();
+  double forward_block_ms = 0.0, comm_block_ms = 0.0, idle_block_ms = 0.0;
   {
-    const PhaseScope forward(Phase::forward);
-    busy_for(30);
+    const auto forward_start = Clock::now();
     {
-      const std::string key = "dp.all_reduce";
-      const PhaseScope comm(Phase::comm_exposed, key);
-      busy_for(20);
+      const PhaseScope forward(Phase::forward);
+      busy_for(30);
+      const auto comm_start = Clock::now();
+      {
+        const std::string key = "dp.all_reduce";
+        const PhaseScope comm(Phase::comm_exposed, key);
+        busy_for(20);
+      }
+      comm_block_ms = ms_since(comm_start);
     }
+    forward_block_ms = ms_since(forward_start);
   }
   {
-    const PhaseScope idle(Phase::pipeline_idle);
-    busy_for(10);
-    const PhaseScope absorbed(Phase::comm_exposed, "pp.recv");  // a wait for the peer stays idle time
-    busy_for(10);
+    const auto idle_start = Clock::now();
+    {
+      const PhaseScope idle(Phase::pipeline_idle);
+      busy_for(10);
+      const PhaseScope absorbed(Phase::comm_exposed, "pp.recv");  // a wait for the peer stays idle time
+      busy_for(10);
+    }
+    idle_block_ms = ms_since(idle_start);
   }
   std::thread([] {
     const PhaseScope elsewhere(Phase::optimizer);  // another thread: not this clock's
@@ -76,11 +94,12 @@ TEST_CASE("a phase's time excludes what the scopes inside it took, and the phase
   }).join();
   busy_for(5);
   const PhaseTimes t = clock.lap();
-  CHECK(ms_of(t, Phase::forward) == Approx(30).margin(4));
-  CHECK(ms_of(t, Phase::comm_exposed) == Approx(20).margin(4));
+  const auto within = [](double ms, double work_ms, double block_ms) { return ms >= work_ms - 0.5 && ms <= block_ms + 0.5; };
+  CHECK(within(ms_of(t, Phase::forward), 30, forward_block_ms - ms_of(t, Phase::comm_exposed)));
+  CHECK(within(ms_of(t, Phase::comm_exposed), 20, comm_block_ms));
   CHECK(t.comm_s.size() == 1);
-  CHECK(t.comm_s.at("dp.all_reduce") * 1e3 == Approx(20).margin(4));
-  CHECK(ms_of(t, Phase::pipeline_idle) == Approx(20).margin(4));
+  CHECK(t.comm_s.at("dp.all_reduce") * 1e3 == Approx(ms_of(t, Phase::comm_exposed)).margin(1e-6));
+  CHECK(within(ms_of(t, Phase::pipeline_idle), 20, idle_block_ms));
   CHECK(ms_of(t, Phase::optimizer) == 0.0);
   CHECK(ms_of(t, Phase::other) >= 5.0);
   double sum = 0.0;
