@@ -9,6 +9,7 @@
 
 #include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
+#include "debug/exception_text.hpp"
 #include "debug/fault_injector.hpp"
 #include "distributed/core_binding.hpp"
 #include "distributed/flight_recorder.hpp"
@@ -179,16 +180,22 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     plan.local_rank = worker.local_rank;
     plan.bound_cores = static_cast<int>(cores.size());
     train_logged(plan);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
+    // Any failure, plait's or LibTorch's own: a rank that ends without its flight record is
+    // taken for one killed or stopped, and the report would name it wrongly.
+    const auto* own = dynamic_cast<const Error*>(&e);
+    const std::string message = own ? std::string(e.what()) : exception_first_line(e);
     yield_to_stop_notice();
-    write_process_flight_record(e.what());
+    write_process_flight_record(message);
     try {
       JobStore* job = joined.world ? joined.world->store() : store.get();
-      if (job != nullptr) report_rank_failure(*job, {worker.rank, e.what(), e.hint(), says_peer_lost(e.what())});
+      if (job != nullptr) {
+        report_rank_failure(*job, {worker.rank, message, own ? own->hint() : "", says_peer_lost(message)});
+      }
     } catch (const std::exception&) {
       // The store is gone (its host failed first): the error below is still this rank's news.
     }
-    if (status && !from_plait) status->failed(e.what());  // under plait's launcher, the launcher writes it
+    if (status && !from_plait) status->failed(message);  // under plait's launcher, the launcher writes it
     throw;
   }
   if (status && !from_plait) status->finished();
