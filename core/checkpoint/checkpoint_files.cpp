@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <vector>
 
 #include <fcntl.h>
@@ -100,6 +101,40 @@ void prune(const fs::path& root, int64_t keep_last) {
     if (all[static_cast<std::size_t>(k)].second.filename() == latest) continue;
     fs::remove_all(all[static_cast<std::size_t>(k)].second);
   }
+}
+
+std::vector<std::string> tidy_unfinished_saves(const fs::path& root) {
+  std::vector<std::string> done;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return done;
+  static const std::regex leftover(R"(\.step-(\d+)\.(partial|replaced))");
+  std::vector<fs::path> found;
+  for (const auto& entry : fs::directory_iterator(root, ec)) found.push_back(entry.path());
+  std::sort(found.begin(), found.end());
+  for (const auto& path : found) {
+    std::smatch m;
+    const std::string name = path.filename().string();
+    if (!std::regex_match(name, m, leftover)) continue;
+    const fs::path step = root / step_folder_name(std::stoll(m[1].str()));
+    const bool restore = m[2] == "replaced" && !fs::exists(step, ec);
+    if (restore) {
+      fs::rename(path, step, ec);
+    } else {
+      fs::remove_all(path, ec);
+    }
+    if (ec) {
+      done.push_back(concat("could not ", restore ? "put back " : "remove ", path.string(), ": ", ec.message()));
+      ec.clear();
+      continue;
+    }
+    if (m[2] == "partial") {
+      done.push_back(concat("removed ", path.string(), ", a save of step ", m[1].str(), " that did not finish"));
+    } else {
+      done.push_back(restore ? concat("put back ", step.string(), " from ", name, ": its re-save stopped before it took the name")
+                             : concat("removed ", path.string(), ", step ", m[1].str(), "'s copy that a finished save replaced"));
+    }
+  }
+  return done;
 }
 
 namespace {

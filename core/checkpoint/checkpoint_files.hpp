@@ -24,6 +24,11 @@ fs::path begin_staging(const fs::path& root, int64_t step);
 fs::path commit(const fs::path& root, const fs::path& staging, const CheckpointIndex& index);
 // Removes the oldest complete checkpoints beyond `keep_last` (0 keeps all), never the latest.
 void prune(const fs::path& root, int64_t keep_last);
+// What saves cut short left in `root`, for the run that owns it to clear before it starts:
+// a staging folder is removed (a full checkpoint's bytes, never to be read), and a step
+// whose re-save was cut between its two renames gets its previous copy back (`latest`
+// still names it). One sentence for each thing done.
+std::vector<std::string> tidy_unfinished_saves(const fs::path& root);
 
 // A checkpoint folder from what the user named: a checkpoint (index.json), a folder
 // of checkpoints (its newest complete one), or a run folder (its checkpoints/' newest).

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::checkpoint {
@@ -72,14 +73,15 @@ void check_checkpoint_dir(const Options& checkpoint, const std::string& run_fold
 }
 
 void claim_checkpoints(const Options& checkpoint, const std::string& run_folder) {
-  const auto dir = checkpoint.find<std::string>("dir");
-  if (!dir) return;
-  std::error_code ec;
-  fs::create_directories(*dir, ec);
-  PLAIT_CHECK(!ec, concat(checkpoint.where("dir"), ": cannot create [checkpoint] dir ", *dir, ": ", ec.message()),
-              "choose a folder this user can write");
-  if (fs::exists(fs::path(*dir) / kOwner)) return;
-  std::ofstream(fs::path(*dir) / kOwner) << canonical_folder(run_folder) << "\n";
+  if (const auto dir = checkpoint.find<std::string>("dir")) {
+    std::error_code ec;
+    fs::create_directories(*dir, ec);
+    PLAIT_CHECK(!ec, concat(checkpoint.where("dir"), ": cannot create [checkpoint] dir ", *dir, ": ", ec.message()),
+                "choose a folder this user can write");
+    if (!fs::exists(fs::path(*dir) / kOwner)) std::ofstream(fs::path(*dir) / kOwner) << canonical_folder(run_folder) << "\n";
+  }
+  // No save of this run has begun, and the folder is this run's alone.
+  for (const auto& line : tidy_unfinished_saves(checkpoint_root(checkpoint, run_folder))) core_log().warn(line);
 }
 
 }  // namespace plait::checkpoint

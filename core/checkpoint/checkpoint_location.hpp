@@ -23,7 +23,8 @@ std::optional<std::filesystem::path> resume_source(const Options& checkpoint, co
 // checkpoints), or one holding checkpoints no run claims. The run folder's own
 // checkpoints/ needs no owner file.
 void check_checkpoint_dir(const Options& checkpoint, const std::string& run_folder);
-// Records this run as the owner (once its run folder is held).
+// Records this run as the owner (once its run folder is held), and clears what its saves
+// cut short left there (tidy_unfinished_saves).
 void claim_checkpoints(const Options& checkpoint, const std::string& run_folder);
 
 }  // namespace plait::checkpoint

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "distributed/rendezvous.hpp"
 #include "log/logging.hpp"
@@ -73,8 +74,10 @@ RestartDecision decide(const PreparedRun& prep, const LaunchPlan& launch, int at
     return RestartDecision::none(
         concat("the job restarted ", attempt, " time(s) already ([distributed] max_restarts = ", max_restarts, ")"));
   }
-  const RestartPoint point =
-      choose_restart_point(checkpoint::checkpoint_root(prep.config->table("checkpoint"), launch.folder));
+  const auto root = checkpoint::checkpoint_root(prep.config->table("checkpoint"), launch.folder);
+  // Every node's ranks have stopped: what their saves left unfinished goes before a checkpoint is chosen.
+  for (const auto& line : checkpoint::tidy_unfinished_saves(root)) core_log().warn(line);
+  const RestartPoint point = choose_restart_point(root);
   for (const auto& why : point.refused) core_log().warn("a restart cannot resume from checkpoint ", why);
   RestartDecision d;
   d.restart = true;

@@ -152,6 +152,33 @@ TEST_CASE("a save that did not finish is never taken for a checkpoint, and lates
   CHECK(resolve_checkpoint(dir.path()) == s.root / "step-5");
 }
 
+TEST_CASE("what saves cut short left is cleared: a staging folder removed, a step cut in its re-save put back",
+          "[checkpoint]") {
+  TempDir dir;
+  const Saved s = save_two_ranks(dir.path(), 2);
+  save_two_ranks(dir.path(), 3);
+  write_rank_shard(begin_staging(s.root, 4), 0, {{"zero.w", {6, 4}, flat(0, 24), s.zero}});  // killed mid-save
+  // Step 3 saved again, cut between its two renames: the old copy set aside, the new one not yet named.
+  fs::rename(s.root / "step-3", s.root / ".step-3.replaced");
+  save_two_ranks(dir.path(), 2);
+  fs::create_directory(s.root / ".step-2.replaced");  // cut just after the new step 2 took the name
+  std::ofstream(s.root / "latest") << "step-3\n";
+  CHECK(resolve_checkpoint(s.root) == s.root / "step-2");  // step 3 looks lost
+  const std::vector<std::string> done = tidy_unfinished_saves(s.root);
+  REQUIRE(done.size() == 3);
+  CHECK(done[0] == concat("removed ", (s.root / ".step-2.replaced").string(), ", step 2's copy that a finished save replaced"));
+  CHECK(done[1] == concat("put back ", (s.root / "step-3").string(), " from .step-3.replaced: its re-save stopped before it "
+                          "took the name"));
+  CHECK(done[2] == concat("removed ", (s.root / ".step-4.partial").string(), ", a save of step 4 that did not finish"));
+  CHECK(resolve_checkpoint(s.root) == s.root / "step-3");
+  CHECK(read_index(s.root / "step-3").step == 3);
+  std::vector<std::string> left;
+  for (const auto& entry : fs::directory_iterator(s.root)) left.push_back(entry.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"latest", "step-2", "step-3"});
+  CHECK(tidy_unfinished_saves(s.root).empty());
+}
+
 TEST_CASE("refused: an unknown format version, a tensor whose parts do not cover it", "[checkpoint]") {
   TempDir dir;
   const Saved s = save_two_ranks(dir.path(), 1);

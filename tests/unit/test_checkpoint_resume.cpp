@@ -285,8 +285,15 @@ TEST_CASE("a job killed while it saves, started again as it was, resumes from it
   const ProcessResult verified = run_plait({"checkpoint", "verify", newest.string()});
   INFO(verified.output);
   CHECK(verified.exit_code == 0);
+  // A save the kill cut short leaves its staging folder; one is made here too, whether or
+  // not the kill landed in a save: the run that owns the folder clears them before it starts.
+  fs::create_directories(root / ".step-999.partial");
+  std::ofstream(root / ".step-999.partial" / "rank-0.safetensors") << "half a shard";
   // The same command again: it keeps the folder and goes on from the newest checkpoint.
-  run(out, 200, sets);
+  const ProcessResult again = run(out, 200, sets);
+  CHECK_THAT(again.output, Contains("removed " + (root / ".step-999.partial").string() + ", a save of step 999 that did "
+                                    "not finish"));
+  for (const auto& entry : fs::directory_iterator(root)) CHECK_THAT(entry.path().filename().string(), !Contains(".partial"));
   CHECK_THAT(read_file(out / "rank-0.log"),
              Contains("resumed from " + newest.string() + " at step " + std::to_string(step) + ": read "));
   const std::vector<nlohmann::json> m = read_metrics(out);
