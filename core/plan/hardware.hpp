@@ -1,0 +1,63 @@
+#pragma once
+// A machine the planner plans for, read from a hardware file (configs/hardware/<name>.toml
+// or any file, which may `extends` another to change a few figures): an accelerator's peak
+// and achieved speed and its memory, what a node holds, an alpha-beta model of each
+// collective within and across nodes (bus bandwidth as nccl-tests reports it), the price
+// of an accelerator-hour and how often a job is interrupted. Format: docs/planner.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace plait {
+
+enum class Collective { all_reduce, all_gather, reduce_scatter, send };
+
+struct CollectiveCost {
+  double latency_us = 0;
+  double bus_gbps = 0;  // send: the bandwidth between the two ranks
+};
+
+struct LinkModel {
+  CollectiveCost all_reduce, all_gather, reduce_scatter, send;
+  const CollectiveCost& of(Collective c) const;
+};
+
+struct Hardware {
+  std::string id;     // the file's name without .toml ("h100-sxm")
+  std::string file;   // the file read
+  std::string name;   // the machine in words
+  std::vector<std::string> sources;
+
+  double peak_bf16_tflops = 0, peak_fp32_tflops = 0;
+  std::vector<int64_t> gemm_sizes;
+  std::vector<double> gemm_efficiency;
+  double memory_gib = 0, reserved_gib = 0, memory_gbps = 0, memory_efficiency = 0;
+
+  int64_t gpus_per_node = 0;
+  double host_memory_gib = 0, host_link_gbps = 0, host_adam_gbps = 0;
+
+  LinkModel intra_node, inter_node;
+
+  std::string currency;
+  std::optional<double> on_demand_per_gpu_hour, reserved_per_gpu_hour;
+
+  double interruptions_per_gpu_hour = 0, restart_minutes = 0, checkpoint_gbps = 0;
+
+  // The achieved fraction of the peak for a GEMM whose smallest dimension is `size`:
+  // interpolated in log size between the file's points, held beyond the first and last.
+  double gemm_efficiency_at(double size) const;
+  // Bytes a rank can hold in tensors.
+  double usable_memory_bytes() const;
+};
+
+// `name_or_path`: a shipped machine's name (`plait plan --hardware h100-sxm`) or a file.
+// Every figure is checked (units in the names, bounds, gemm points ascending and as
+// many as their efficiencies); errors name the file and line.
+Hardware load_hardware(const std::string& name_or_path);
+
+// The shipped hardware files' names, sorted, and the folder they are in.
+std::vector<std::string> shipped_hardware();
+std::string shipped_hardware_dir();
+
+}  // namespace plait
