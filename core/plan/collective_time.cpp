@@ -1,0 +1,44 @@
+#include "plan/collective_time.hpp"
+
+#include <algorithm>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+bool within_node(const GroupPlacement& g) { return g.per_node >= g.size; }
+
+// The share of the full buffer that crosses each rank's busiest link.
+double moved_share(Collective op, int64_t n) {
+  const double ranks = static_cast<double>(n);
+  switch (op) {
+    case Collective::all_reduce: return 2.0 * (ranks - 1) / ranks;
+    case Collective::all_gather:
+    case Collective::reduce_scatter: return (ranks - 1) / ranks;
+    case Collective::send: return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+double group_bus_gbps(const Hardware& hw, Collective op, const GroupPlacement& group) {
+  const double intra = hw.intra_node.of(op).bus_gbps;
+  if (within_node(group)) return intra;
+  // A send crosses one NIC whatever the group.
+  const double rings = op == Collective::send ? 1.0 : static_cast<double>(group.per_node);
+  return std::min(intra, rings * hw.inter_node.of(op).bus_gbps);
+}
+
+double collective_seconds(const Hardware& hw, Collective op, double bytes, const GroupPlacement& group) {
+  PLAIT_CHECK(group.size >= 1 && group.per_node >= 1 && group.per_node <= group.size,
+              concat("internal: a group of ", group.size, " with ", group.per_node, " per node"),
+              "report this as a plait bug");
+  if (group.size == 1 || bytes <= 0) return 0.0;
+  const CollectiveCost& link = within_node(group) ? hw.intra_node.of(op) : hw.inter_node.of(op);
+  const double moved = bytes * moved_share(op, group.size);
+  return link.latency_us * 1e-6 + moved / (group_bus_gbps(hw, op, group) * 1e9);
+}
+
+}  // namespace plait

@@ -1,0 +1,34 @@
+// The planner's alpha-beta model of a collective: latency plus the bytes each rank moves
+// over the bus bandwidth the group gets, within a node or across nodes (k rings through k
+// NICs, capped by the node's links).
+#include <catch2/catch.hpp>
+
+#include "plan/collective_time.hpp"
+
+using namespace plait;
+using Catch::Matchers::WithinRel;
+
+TEST_CASE("a collective takes its latency plus the bytes nccl-tests' bus bandwidth moves", "[plan]") {
+  const Hardware a100 = load_hardware("a100-80g");  // in a node: 230 GB/s; across: 23 GB/s per GPU
+  const double gb = 1e9;
+  // All-reduce of 1 GB on the 8 GPUs of a node: each moves 2 * 7/8 of it.
+  CHECK_THAT(collective_seconds(a100, Collective::all_reduce, gb, {8, 8}), WithinRel(15e-6 + 1.75 / 230.0, 1e-12));
+  // All-gather of a 1 GB output on 4 of them: 3/4 of it.
+  CHECK_THAT(collective_seconds(a100, Collective::all_gather, gb, {4, 4}), WithinRel(12e-6 + 0.75 / 230.0, 1e-12));
+  // Data parallel over 4 nodes with all 8 GPUs of each: 8 rings through 8 NICs (184 GB/s).
+  CHECK(group_bus_gbps(a100, Collective::all_reduce, {32, 8}) == 184.0);
+  CHECK_THAT(collective_seconds(a100, Collective::all_reduce, gb, {32, 8}),
+             WithinRel(30e-6 + 2.0 * 31 / 32 / 184.0, 1e-12));
+  // With tensor parallel 8 filling each node, a data-parallel group has one GPU per node.
+  CHECK(group_bus_gbps(a100, Collective::reduce_scatter, {16, 1}) == 23.0);
+  // The node's links cap what many NICs could carry (H100: 8 * 45 = 360 < 400, A100 4 * 23 < 230).
+  const Hardware h100 = load_hardware("h100-sxm");
+  CHECK(group_bus_gbps(h100, Collective::all_reduce, {64, 8}) == 360.0);
+  CHECK(group_bus_gbps(load_hardware("b200"), Collective::all_reduce, {64, 8}) == 360.0);
+  CHECK(group_bus_gbps(h100, Collective::all_gather, {4, 4}) == 370.0);
+  // A send between nodes goes through one NIC, whatever the group.
+  CHECK_THAT(collective_seconds(a100, Collective::send, 2.3e7, {2, 1}), WithinRel(10e-6 + 1e-3, 1e-12));
+  // Nothing to do alone or for nothing.
+  CHECK(collective_seconds(a100, Collective::all_reduce, gb, {1, 1}) == 0.0);
+  CHECK(collective_seconds(a100, Collective::all_reduce, 0, {8, 8}) == 0.0);
+}
