@@ -89,7 +89,7 @@ TEST_CASE("a bad hardware file is refused naming its line and what to write", "[
                     StartsWith((dir / "bare.toml").string() + ":1:1: [gpu] needs 'gemm_efficiency'"));
 }
 
-TEST_CASE("a machine is named by a shipped name or a file; another name is refused with the list", "[plan]") {
+TEST_CASE("a machine is named by a shipped name or a file, and another name is refused with the list", "[plan]") {
   CHECK_THROWS_WITH(load_hardware("h100"), Contains("no hardware named 'h100' (did you mean 'h100-sxm'?)"));
   try {
     load_hardware("tpu-v5");
