@@ -7,7 +7,8 @@ test_name="install test"
 source "$(dirname "$0")/moved_install.sh"
 p="$work/moved"
 for f in bin/plait lib/cmake/plait/plaitConfig.cmake lib/cmake/plait/PlaitPlugin.cmake include/plait/sdk/sdk.hpp \
-         share/plait/bundles/zero3-offload.toml share/plait/configs/quickstart.toml share/doc/plait/sdk/README.md \
+         share/plait/bundles/zero3-offload.toml share/plait/configs/quickstart.toml share/plait/hardware/h100-sxm.toml \
+         share/doc/plait/sdk/README.md \
          share/doc/plait/sdk/examples/ema/CMakeLists.txt; do
   test -e "$p/$f" || fail "the install has no $f"
 done

@@ -67,6 +67,8 @@ TEST_CASE("every shipped config validates", "[cli]") {
   int checked = 0;
   for (const auto& entry : fs::recursive_directory_iterator(source_path("configs"))) {
     if (entry.path().extension() != ".toml") continue;
+    // The planner's machines are not run configs: the plan tests read every one.
+    if (entry.path().parent_path().filename() == "hardware") continue;
     std::string config = entry.path().string();
     if (entry.path().parent_path().filename() == "bundles") {
       config = write_file(dir / entry.path().filename(),
