@@ -22,6 +22,14 @@ namespace {
 
 constexpr const char* kIndex = "index.json";
 constexpr const char* kLatest = "latest";
+// A save in progress, and a step's old copy while a re-save takes its name: hidden
+// folders beside the steps, named the same way for tidy_unfinished_saves to find.
+constexpr const char* kStaging = "partial";
+constexpr const char* kReplaced = "replaced";
+
+fs::path set_aside(const fs::path& root, int64_t step, const char* why) {
+  return root / concat(".", step_folder_name(step), ".", why);
+}
 
 void write_durably(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".partial";
@@ -66,7 +74,7 @@ void fsync_path(const fs::path& path) {
 
 fs::path begin_staging(const fs::path& root, int64_t step) {
   fs::create_directories(root);
-  const fs::path staging = root / concat(".", step_folder_name(step), ".partial");
+  const fs::path staging = set_aside(root, step, kStaging);
   fs::remove_all(staging);
   fs::create_directory(staging);
   return staging;
@@ -80,7 +88,7 @@ fs::path commit(const fs::path& root, const fs::path& staging, const CheckpointI
   const fs::path final_path = root / step_folder_name(index.step);
   // Saving a step again (a resumed run reaching a step it had saved): the old one goes
   // only once the new one is whole, and `latest` never points at nothing.
-  const fs::path old = root / concat(".", step_folder_name(index.step), ".replaced");
+  const fs::path old = set_aside(root, index.step, kReplaced);
   fs::remove_all(old);
   if (fs::exists(final_path)) fs::rename(final_path, old);
   fs::rename(staging, final_path);
@@ -107,7 +115,7 @@ std::vector<std::string> tidy_unfinished_saves(const fs::path& root) {
   std::vector<std::string> done;
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return done;
-  static const std::regex leftover(R"(\.step-(\d+)\.(partial|replaced))");
+  static const std::regex leftover(concat(R"(\.step-(\d+)\.()", kStaging, "|", kReplaced, ")"));
   std::vector<fs::path> found;
   for (const auto& entry : fs::directory_iterator(root, ec)) found.push_back(entry.path());
   std::sort(found.begin(), found.end());
@@ -116,7 +124,8 @@ std::vector<std::string> tidy_unfinished_saves(const fs::path& root) {
     const std::string name = path.filename().string();
     if (!std::regex_match(name, m, leftover)) continue;
     const fs::path step = root / step_folder_name(std::stoll(m[1].str()));
-    const bool restore = m[2] == "replaced" && !fs::exists(step, ec);
+    const bool staging = m[2] == kStaging;
+    const bool restore = !staging && !fs::exists(step, ec);
     if (restore) {
       fs::rename(path, step, ec);
     } else {
@@ -127,7 +136,7 @@ std::vector<std::string> tidy_unfinished_saves(const fs::path& root) {
       ec.clear();
       continue;
     }
-    if (m[2] == "partial") {
+    if (staging) {
       done.push_back(concat("removed ", path.string(), ", a save of step ", m[1].str(), " that did not finish"));
     } else {
       done.push_back(restore ? concat("put back ", step.string(), " from ", name, ": its re-save stopped before it took the name")
