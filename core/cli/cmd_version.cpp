@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "plait/sdk/version.hpp"
 #include "run/prepare.hpp"
+#include "train/reproducible_math.hpp"
 
 namespace plait::cli {
 
@@ -22,6 +23,7 @@ int version() {
     std::cout << "CUDA: not available (" << (cuda.getNumGPUs() == 0 ? "no device visible, or " : "")
               << "a LibTorch without CUDA)\n";
   }
+  std::cout << "CPU math: " << cpu_math_summary() << "\n";
   // What this machine can communicate with: each comm plugin's own probe (NCCL needs a GPU).
   const PluginRegistry registry = discover_plugins();
   std::string comms;

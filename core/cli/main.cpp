@@ -10,6 +10,7 @@
 #include "debug/exception_text.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
+#include "train/reproducible_math.hpp"
 
 namespace {
 
@@ -283,6 +284,7 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) fails the write that meets it, which plait reports naming
   // the file and cleans up after, instead of killing the process without a word.
   ::signal(SIGXFSZ, SIG_IGN);
+  plait::request_reproducible_blas();  // before any product, in this process and the ranks it starts
   CLI::App app{"plait: a training runtime in which every parallelism strategy is a plugin"};
   Commands commands;
   define(app, commands);

@@ -18,6 +18,7 @@
 #include "train/checkpoint_saver.hpp"
 #include "train/debug_dumps.hpp"
 #include "train/nonfinite_guard.hpp"
+#include "train/reproducible_math.hpp"
 #include "train/rank.hpp"
 #include "train/resume.hpp"
 #include "train/step_report.hpp"
@@ -40,10 +41,7 @@ void configure_process(const RunPlan& plan) {
   } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks
     threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / plan.local_world_size);
   }
-  // Set even when it is LibTorch's default: only then does LibTorch turn MKL's dynamic thread
-  // count off, which MKL's reproducibility conditions ask for (CI: a one-process run's
-  // float32 losses differed in their last digits from its twin's on a loaded machine).
-  at::set_num_threads(threads);
+  fix_cpu_math(threads);
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
   at::manual_seed(static_cast<uint64_t>(train.seed));
 }
@@ -60,7 +58,7 @@ void log_start(const RunPlan& plan, const Rank& rank) {
                   " parameters; data ", plan.config->data().source, ", B=", plan.config->data().micro_batch_size,
                   " T=", resolve_seq_len(data, plan.model), " grad_accum=",
                   plan.config->train().grad_accum, "; strategy ", rank.dp.context->plugin_name,
-                  "; rank ", plan.world->rank(), " of ", plan.world->size());
+                  "; rank ", plan.world->rank(), " of ", plan.world->size(), "; CPU math: ", cpu_math_summary());
   if (plan.model.attention == "sdpa") {
     // Asked of one sample's heads in the dtype attention sees (bf16 under autocast).
     const int64_t T = resolve_seq_len(data, plan.model), d = plan.model.n_embd / plan.model.n_head;

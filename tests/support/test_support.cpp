@@ -21,6 +21,8 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // PLAIT_KEEP_TEST_DIRS=1 keeps a test's runs to look at after it failed (or passed).
+  if (const char* keep = std::getenv("PLAIT_KEEP_TEST_DIRS"); keep && std::string(keep) == "1") return;
   std::error_code ec;
   fs::remove_all(path_, ec);
 }

@@ -24,7 +24,9 @@ Measured run_single(int layers, const std::string& mode, const std::string& atte
                                (dir / "run").string(), "--set", "parallel.data=single", "--set", "parallel.dp=1", "--set",
                                concat("model.n_layer=", layers), "--set",
                                concat("train.activation_checkpointing=", mode), "--set",
-                               concat("model.attention=", attention)});
+                               concat("model.attention=", attention),
+                               // bit-for-bit comparisons of one-process runs need 1 thread (docs/running.md)
+                               "--set", "train.threads=1"});
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   Measured m;

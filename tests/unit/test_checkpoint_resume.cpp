@@ -56,6 +56,7 @@ void expect_same_state(const fs::path& a, const fs::path& b) { CHECK(checkpoint:
 // 2N = 6 steps straight; 3 steps, then resumed for 3 more (with the same train.steps, so
 // the schedule is the same: the quickstart warms up for 5 steps, then decays).
 void expect_exact_resume(const Sets& strategy, const std::string& dtype) {
+  Catch::StringMaker<double>::precision = 17;  // a difference in the last digit shows
   TempDir dir;
   const Sets sets = with(with(kBase, strategy), {"train.dtype=" + dtype});
   run(dir / "straight", 6, sets);
@@ -86,7 +87,10 @@ void expect_exact_resume(const Sets& strategy, const std::string& dtype) {
     }                                                                                                 \
   }
 
-EXACT_RESUME("single", "parallel.data=single", "parallel.dp=1")
+// One process computes with 2 intra-op threads, with which LibTorch's CPU kernels differ
+// in the last digits in about 1 run in 350 (docs/running.md; tools/twin-runs): the exact
+// resume is checked at 1, as every multi-rank case here runs (2 cores shared by its ranks).
+EXACT_RESUME("single", "parallel.data=single", "parallel.dp=1", "train.threads=1")
 EXACT_RESUME("ddp dp 2", "parallel.data=ddp")
 EXACT_RESUME("zero 1 dp 2", "parallel.data=zero", "zero.stage=1")
 EXACT_RESUME("zero 2 dp 2", "parallel.data=zero", "zero.stage=2")

@@ -203,11 +203,11 @@ TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job say so, and
   }
 }
 
-TEST_CASE("plait --version names plait, LibTorch, the plugin API, CUDA and the communicators", "[status]") {
+TEST_CASE("plait --version names plait, LibTorch, the plugin API, CUDA, CPU math and the communicators", "[status]") {
   const ProcessResult r = run_plait({"--version"});
   INFO(r.output);
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("plait 0.1.0\n") && Contains("LibTorch 2.11.0") &&
                            Contains(concat("plugin API ", PLAIT_API_VERSION_STRING, " (loads plugins built for ", PLAIT_API_MAJOR, ".0 to ")) && Contains("CUDA") &&
-                           Contains("communicators: gloo 1.0.0 (available), nccl 1.0.0 ("));
+                           Contains(" threads, MKL reproducible (AUTO)\n") && Contains("communicators: gloo 1.0.0 (available), nccl 1.0.0 ("));
 }
