@@ -1,0 +1,37 @@
+#pragma once
+// The bytes one microbatch's forward leaves held for its backward on one rank: what the
+// pipeline executor measures as `activation_bytes` (the allocator's growth over the
+// forward), predicted from the model's shape. Korthikanti et al.'s per-layer terms,
+// counted for plait's own layers tensor by tensor (docs/planner.md, "Activations"):
+// GPT-2 blocks, with tensor and sequence parallel, math or fused attention, dropout, and
+// no, full or selective checkpointing. Llama blocks are not modelled yet.
+#include <cstdint>
+#include <string>
+
+#include "model/model_spec.hpp"
+
+namespace plait {
+
+struct ActivationQuery {
+  ModelSpec model;
+  int64_t seq_len = 0;
+  int64_t micro_batch = 0;
+  int64_t activation_bytes_per_element = 4;  // the dtype activations are kept in
+  int64_t stat_bytes_per_element = 4;        // layer norms' mean and rstd, attention's log-sum-exp
+  int64_t tp = 1;
+  bool sequence_parallel = false;
+  bool vocab_parallel = true;  // megatron's default under tp > 1
+  std::string checkpointing = "none";  // "none" | "full" | "selective"
+};
+
+struct ActivationBytes {
+  int64_t per_block = 0;
+  int64_t embedding = 0;  // the embeddings' output, its dropout mask, tp's masked ids
+  int64_t head = 0;       // the final norm, the logits and what the loss keeps
+  int64_t total(int64_t blocks) const { return embedding + blocks * per_block + head; }
+};
+
+// Refuses a family it does not model yet and a checkpointing mode it does not know.
+ActivationBytes predict_activation_bytes(const ActivationQuery& q);
+
+}  // namespace plait
