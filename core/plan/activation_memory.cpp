@@ -9,16 +9,35 @@ constexpr int64_t kMaskBytes = 1;   // a bool per element
 constexpr int64_t kIndexBytes = 8;  // int64 token ids
 
 struct Dims {
-  int64_t tokens;      // N = s * b
-  int64_t on_part;     // tokens of this rank's sequence part (N / tp under sequence parallel)
-  int64_t h, ffn, vocab, heads_here, s, b, e, stat, tp;
+  int64_t tokens;   // N = s * b
+  int64_t on_part;  // tokens of this rank's sequence part (N / tp under sequence parallel)
+  int64_t h, ffn, kv, vocab, heads_here, s, b, e, stat, tp;
+  bool llama;
 };
 
 Dims dims_of(const ActivationQuery& q) {
   const ModelSpec& m = q.model;
   const int64_t n = q.seq_len * q.micro_batch;
-  return {n,       q.sequence_parallel ? n / q.tp : n, m.n_embd, m.ffn_hidden, m.vocab_size, m.n_head / q.tp,
-          q.seq_len, q.micro_batch, q.activation_bytes_per_element, q.stat_bytes_per_element, q.tp};
+  return {n,
+          q.sequence_parallel ? n / q.tp : n,
+          m.n_embd,
+          m.ffn_hidden,
+          m.n_kv_head * m.head_dim(),
+          m.vocab_size,
+          m.n_head / q.tp,
+          q.seq_len,
+          q.micro_batch,
+          q.activation_bytes_per_element,
+          q.stat_bytes_per_element,
+          q.tp,
+          m.family == "llama"};
+}
+
+// A norm's own tensors, on the sequence part: LayerNorm its output with a mean and an
+// rstd per token; Llama's RMSNorm its normalised input and its output with an rstd per
+// token (its input is the previous tensor's).
+int64_t norm_bytes(const Dims& d) {
+  return d.llama ? 2 * d.on_part * d.h * d.e + d.on_part * d.stat : d.on_part * d.h * d.e + 2 * d.on_part * d.stat;
 }
 
 // What the attention core keeps unless selective checkpointing recomputes it: the fused
@@ -29,14 +48,26 @@ int64_t attention_core_bytes(const ActivationQuery& q, const Dims& d) {
   return d.heads_here * d.s * d.s * d.b * d.e + d.s * d.s * kMaskBytes;
 }
 
+// The block's tensors split over tp, in elements. Both keep the attention's output (the
+// fused kernel returns it already in the layout the output projection takes; the math
+// path copies it and drops its own). GPT-2 keeps its fused qkv's size (the fused kernel
+// keeps views of it; the math path's products copy q, k and v out of it). Llama keeps q
+// after the rotation and k and v at every head: repeated (grouped query), or k after the
+// rotation with v, which the fused kernel keeps as a view of the fused qkv (so all of
+// it) and the math path copies. Then its fused gate/up output, silu's and the product.
+int64_t split_elements(const ActivationQuery& q, const Dims& d) {
+  const int64_t attention_out = d.tokens * d.h;
+  if (!d.llama) return 3 * d.tokens * d.h + attention_out + 2 * d.tokens * d.ffn;
+  const bool viewed_v = d.kv == d.h && q.model.attention == "sdpa";
+  const int64_t keys_values = viewed_v ? d.tokens * d.kv + d.tokens * (d.h + 2 * d.kv) : 2 * d.tokens * d.h;
+  return d.tokens * d.h + keys_values + attention_out + 4 * d.tokens * d.ffn;
+}
+
 int64_t block_bytes(const ActivationQuery& q, const Dims& d) {
   if (q.checkpointing == "full") return d.on_part * d.h * d.e;  // the block's output, the next one's input
-  // On the sequence part (whole under plain tp): ln_1's output, the residual after
-  // attention, ln_2's output, the block's output. Split over tp: the fused qkv, the
-  // attention's output (the fused kernel's is already in the layout c_proj takes; the
-  // math path's is copied), c_fc's output and gelu's.
-  int64_t bytes = 4 * d.on_part * d.h * d.e + (4 * d.tokens * d.h + 2 * d.tokens * d.ffn) / d.tp * d.e;
-  bytes += 2 * 2 * d.on_part * d.stat;  // two layer norms' mean and rstd
+  // On the sequence part: the two norms, the residual after attention, the block's output.
+  int64_t bytes = 2 * norm_bytes(d) + 2 * d.on_part * d.h * d.e;
+  bytes += split_elements(q, d) / d.tp * d.e;
   if (q.model.dropout > 0) bytes += 2 * d.on_part * d.h * kMaskBytes;
   if (q.checkpointing != "selective") bytes += attention_core_bytes(q, d);
   return bytes;
@@ -51,7 +82,7 @@ int64_t embedding_bytes(const ActivationQuery& q, const Dims& d) {
 }
 
 int64_t head_bytes(const ActivationQuery& q, const Dims& d) {
-  int64_t bytes = d.on_part * d.h * d.e + 2 * d.on_part * d.stat;  // ln_f
+  int64_t bytes = norm_bytes(d);
   if (d.tp > 1 && q.vocab_parallel) {
     // The logits' slice and the vocab-parallel loss's softmax over it, the target's
     // index in the slice and two masks per token.
@@ -65,13 +96,16 @@ int64_t head_bytes(const ActivationQuery& q, const Dims& d) {
 }  // namespace
 
 ActivationBytes predict_activation_bytes(const ActivationQuery& q) {
-  PLAIT_CHECK(q.model.family == "gpt2",
-              concat("the activation model knows gpt2 blocks, not ", q.model.family, " yet"),
+  PLAIT_CHECK(q.model.family == "gpt2" || q.model.family == "llama",
+              concat("the activation model knows gpt2 and llama blocks, not ", q.model.family),
               "measure it instead: the run's metrics.jsonl has activation_bytes");
   PLAIT_CHECK(q.checkpointing == "none" || q.checkpointing == "full" || q.checkpointing == "selective",
               concat("activation checkpointing '", q.checkpointing, "' is not one of none, full, selective"), "");
-  PLAIT_CHECK(q.tp >= 1 && q.model.n_head % q.tp == 0 && q.seq_len % (q.sequence_parallel ? q.tp : 1) == 0,
-              concat("tp ", q.tp, " does not split ", q.model.n_head, " heads and ", q.seq_len, " positions"), "");
+  PLAIT_CHECK(q.tp >= 1 && q.model.n_head % q.tp == 0 && q.model.n_kv_head % q.tp == 0 &&
+                  q.seq_len % (q.sequence_parallel ? q.tp : 1) == 0,
+              concat("tp ", q.tp, " does not split ", q.model.n_head, " heads, ", q.model.n_kv_head,
+                     " key/value heads and ", q.seq_len, " positions"),
+              "");
   const Dims d = dims_of(q);
   return {block_bytes(q, d), embedding_bytes(q, d), head_bytes(q, d)};
 }

@@ -3,8 +3,8 @@
 // pipeline executor measures as `activation_bytes` (the allocator's growth over the
 // forward), predicted from the model's shape. Korthikanti et al.'s per-layer terms,
 // counted for plait's own layers tensor by tensor (docs/planner.md, "Activations"):
-// GPT-2 blocks, with tensor and sequence parallel, math or fused attention, dropout, and
-// no, full or selective checkpointing. Llama blocks are not modelled yet.
+// GPT-2 and Llama blocks, with tensor and sequence parallel, math or fused attention,
+// dropout, and no, full or selective checkpointing.
 #include <cstdint>
 #include <string>
 

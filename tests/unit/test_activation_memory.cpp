@@ -1,5 +1,6 @@
 // The activation model against the executor's measurement: real one-step runs of the
-// quickstart's model (2 blocks, s = 64, b = 8, h = 64, 4 heads, vocabulary 256) under
+// quickstart's models (GPT-2 and Llama, 2 blocks, s = 64, b = 8, h = 64, 4 heads,
+// vocabulary 256) under
 // each attention kernel, dropout, dtype, checkpointing mode and tensor-parallel layout,
 // their activation_bytes (metrics.jsonl) against the prediction.
 #include <cmath>
@@ -17,19 +18,22 @@ using Catch::Matchers::Contains;
 namespace {
 
 struct Case {
+  std::string family;
   std::string attention;
   double dropout;
   std::string dtype;
   std::string checkpointing;
   int64_t tp;
   bool sequence_parallel;
+  int64_t kv_heads = 0;  // llama: 0 keeps the tiny size's 2 (grouped query); 4: one per head
 };
 
 ModelSpec quickstart_model(const Case& c) {
   ModelSpec m;
   for (const auto& named : named_sizes()) {
-    if (named.spec.family == "gpt2" && named.spec.size == "tiny") m = named.spec;
+    if (named.spec.family == c.family && named.spec.size == "tiny") m = named.spec;
   }
+  if (c.kv_heads > 0) m.n_kv_head = c.kv_heads;
   REQUIRE(m.n_layer == 2);
   m.attention = c.attention;
   m.dropout = c.dropout;
@@ -38,9 +42,10 @@ ModelSpec quickstart_model(const Case& c) {
 
 int64_t measured(const Case& c) {
   TempDir dir;
-  std::vector<std::string> sets = {"parallel.data=single", "parallel.dp=1", concat("model.attention=", c.attention),
+  std::vector<std::string> sets = {"model.family=" + c.family, "parallel.data=single", "parallel.dp=1", concat("model.attention=", c.attention),
                                    concat("model.dropout=", c.dropout), "train.dtype=" + c.dtype,
                                    "train.activation_checkpointing=" + c.checkpointing, "checkpoint.final=false"};
+  if (c.kv_heads > 0) sets.push_back(concat("model.n_kv_head=", c.kv_heads));
   if (c.tp > 1) {
     sets.insert(sets.end(), {"parallel.tensor=megatron", concat("parallel.tp=", c.tp),
                              concat("megatron.sequence_parallel=", c.sequence_parallel ? "true" : "false")});
@@ -68,14 +73,18 @@ int64_t predicted(const Case& c) {
 TEST_CASE("predicted activation bytes equal a run's within 0.5%, for each kernel, dropout, dtype, checkpointing and tp layout",
           "[plan]") {
   const std::vector<Case> cases = {
-      {"sdpa", 0.0, "float32", "none", 1, false},      {"sdpa", 0.1, "float64", "none", 1, false},
-      {"math", 0.1, "float32", "none", 1, false},      {"math", 0.1, "float32", "selective", 1, false},
-      {"sdpa", 0.1, "float32", "full", 1, false},      {"sdpa", 0.1, "float32", "none", 2, false},
-      {"math", 0.0, "float32", "none", 2, true},       {"sdpa", 0.1, "float32", "selective", 2, true},
+      {"gpt2", "sdpa", 0.0, "float32", "none", 1, false},       {"gpt2", "sdpa", 0.1, "float64", "none", 1, false},
+      {"gpt2", "math", 0.1, "float32", "none", 1, false},       {"gpt2", "math", 0.1, "float32", "selective", 1, false},
+      {"gpt2", "sdpa", 0.1, "float32", "full", 1, false},       {"gpt2", "sdpa", 0.1, "float32", "none", 2, false},
+      {"gpt2", "math", 0.0, "float32", "none", 2, true},        {"gpt2", "sdpa", 0.1, "float32", "selective", 2, true},
+      {"llama", "sdpa", 0.0, "float32", "none", 1, false},      {"llama", "math", 0.1, "float64", "none", 1, false},
+      {"llama", "sdpa", 0.0, "float32", "full", 1, false},      {"llama", "math", 0.0, "float32", "selective", 1, false},
+      {"llama", "sdpa", 0.0, "float32", "none", 1, false, 4},   {"llama", "sdpa", 0.1, "float32", "none", 2, true},
+      {"llama", "math", 0.0, "float32", "none", 2, false, 4},
   };
   for (const Case& c : cases) {
     const int64_t want = measured(c), got = predicted(c);
-    INFO(c.attention << " dropout " << c.dropout << " " << c.dtype << " checkpointing " << c.checkpointing << " tp "
+    INFO(c.family << " " << c.attention << " kv heads " << c.kv_heads << " dropout " << c.dropout << " " << c.dtype << " checkpointing " << c.checkpointing << " tp "
                      << c.tp << (c.sequence_parallel ? " with sp" : "") << ": predicted " << got << ", measured " << want);
     CHECK(std::abs(static_cast<double>(got - want)) <= 0.005 * static_cast<double>(want));
   }
@@ -83,6 +92,6 @@ TEST_CASE("predicted activation bytes equal a run's within 0.5%, for each kernel
 
 TEST_CASE("the activation model refuses a family it does not model, naming it", "[plan]") {
   ActivationQuery q;
-  q.model.family = "llama";
-  CHECK_THROWS_WITH(predict_activation_bytes(q), Contains("the activation model knows gpt2 blocks, not llama yet"));
+  q.model.family = "mamba";
+  CHECK_THROWS_WITH(predict_activation_bytes(q), Contains("the activation model knows gpt2 and llama blocks, not mamba"));
 }
