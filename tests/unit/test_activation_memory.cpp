@@ -8,7 +8,10 @@
 #include <catch2/catch.hpp>
 
 #include "plait/sdk/error.hpp"
+#include "pipeline/pipeline_plan.hpp"
 #include "plan/activation_memory.hpp"
+#include "plan/held_in_flight.hpp"
+#include "run/prepare.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -94,4 +97,50 @@ TEST_CASE("the activation model refuses a family it does not model, naming it", 
   ActivationQuery q;
   q.model.family = "mamba";
   CHECK_THROWS_WITH(predict_activation_bytes(q), Contains("the activation model knows gpt2 and llama blocks, not mamba"));
+}
+
+namespace {
+
+// Each virtual stage's bytes: its units' (the embedding with the first, the head with the last).
+std::vector<int64_t> stage_bytes(const PipelinePlan& pipeline, const ActivationBytes& per) {
+  std::vector<int64_t> bytes;
+  for (const auto& units : pipeline.partition.units_of) {
+    int64_t sum = 0;
+    for (std::size_t u : units) {
+      const UnitKind kind = pipeline.shapes.units[u].kind;
+      sum += kind == UnitKind::embedding ? per.embedding : kind == UnitKind::head ? per.head : per.per_block;
+    }
+    bytes.push_back(sum);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline rank's predicted peak is what its schedule keeps in flight, as measured: 1f1b, gpipe, interleaved",
+          "[plan]") {
+  for (const std::string schedule : {"1f1b", "gpipe", "interleaved-1f1b"}) {
+    const std::vector<std::string> sets = {"parallel.data=single", "parallel.dp=1", "parallel.pipeline=" + schedule,
+                                           "parallel.pp=2", "train.grad_accum=4", "model.n_layer=4",
+                                           "checkpoint.final=false"};
+    TempDir dir;
+    const ProcessResult r = run_quickstart(dir / "run", 1, sets);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json ranks = read_metrics(dir / "run").front().at("ranks");
+    const PipelinePlan pipeline = prepare_run(source_path("configs/quickstart.toml"), sets).pipeline;
+    ActivationQuery q;
+    q.model = quickstart_model({"gpt2", "sdpa", 0.0, "float32", "none", 1, false});
+    q.model.n_layer = 4;
+    q.seq_len = 64;
+    q.micro_batch = 8;
+    const std::vector<int64_t> bytes = stage_bytes(pipeline, predict_activation_bytes(q));
+    for (const auto& rank : ranks) {
+      const int64_t pp_rank = rank.at("rank").get<int64_t>();
+      const int64_t measured = rank.at("activation_bytes").get<int64_t>();
+      const int64_t predicted = peak_held_bytes(pipeline.schedule.ranks.at(static_cast<std::size_t>(pp_rank)), bytes);
+      INFO(schedule << " rank " << pp_rank << ": predicted " << predicted << ", measured " << measured);
+      CHECK(std::abs(static_cast<double>(predicted - measured)) <= 0.005 * static_cast<double>(measured));
+    }
+  }
 }
