@@ -1,0 +1,62 @@
+#include "plan/step_gemms.hpp"
+
+#include <algorithm>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+double total(const std::vector<Gemm>& gemms) {
+  double sum = 0;
+  for (const Gemm& g : gemms) sum += g.flops();
+  return sum;
+}
+
+std::vector<Gemm> attention_core(const GemmQuery& q) {
+  const ModelSpec& m = q.model;
+  const int64_t heads = q.micro_batch * m.n_head / q.tp, s = q.seq_len, d = m.head_dim();
+  return {{"scores", s, s, d, heads}, {"context", s, d, s, heads}};
+}
+
+}  // namespace
+
+std::vector<Gemm> block_forward_gemms(const GemmQuery& q) {
+  const ModelSpec& m = q.model;
+  PLAIT_CHECK(q.tp >= 1 && m.n_head % q.tp == 0 && m.ffn_hidden % q.tp == 0,
+              concat("tp ", q.tp, " does not split ", m.n_head, " heads and a hidden size of ", m.ffn_hidden), "");
+  const int64_t n = q.seq_len * q.micro_batch, h = m.n_embd, t = q.tp, f = m.ffn_hidden;
+  const int64_t kv = m.n_kv_head * m.head_dim();
+  std::vector<Gemm> out;
+  if (m.family == "llama") {
+    out = {{"qkv", n, (h + 2 * kv) / t, h}, {"o_proj", n, h, h / t}, {"gate_up", n, 2 * f / t, h}, {"down", n, h, f / t}};
+  } else {
+    out = {{"c_attn", n, 3 * h / t, h}, {"attn.c_proj", n, h, h / t}, {"c_fc", n, f / t, h}, {"mlp.c_proj", n, h, f / t}};
+  }
+  for (Gemm& g : attention_core(q)) out.push_back(std::move(g));
+  return out;
+}
+
+std::vector<Gemm> head_forward_gemms(const GemmQuery& q) {
+  const int64_t n = q.seq_len * q.micro_batch;
+  return {{"logits", n, q.model.vocab_size / q.tp, q.model.n_embd}};
+}
+
+double microbatch_flops(const GemmQuery& q, int64_t blocks, bool with_head, const std::string& checkpointing) {
+  PLAIT_CHECK(checkpointing == "none" || checkpointing == "full" || checkpointing == "selective",
+              concat("activation checkpointing '", checkpointing, "' is not one of none, full, selective"), "");
+  const double block = total(block_forward_gemms(q));
+  double recompute = 0;
+  if (checkpointing == "full") recompute = block;
+  if (checkpointing == "selective") recompute = total(attention_core(q));
+  double flops = static_cast<double>(blocks) * (3 * block + recompute);
+  if (with_head) flops += 3 * total(head_forward_gemms(q));
+  return flops;
+}
+
+double gemm_seconds(const Hardware& hw, const Gemm& g) {
+  const double smallest = static_cast<double>(std::min({g.m, g.n, g.k}));
+  return g.flops() / (hw.peak_bf16_tflops * 1e12 * hw.gemm_efficiency_at(smallest));
+}
+
+}  // namespace plait
