@@ -6,10 +6,10 @@
 namespace plait {
 
 // Asks MKL for conditional numerical reproducibility (MKL_CBWR=AUTO, unless the user set
-// MKL_CBWR). Without it MKL promises no run-to-run reproducibility: under load a GEMM's
-// threads may share work differently and round differently (CI: 1 run in some hundreds
-// differed in its last digits from its twin). MKL reads the setting at its first product,
-// so this is called before any.
+// MKL_CBWR): Intel's condition for MKL giving the same bits run after run. It is not all
+// it takes: at 2 intra-op threads about 1 one-process run in 350 still differs from its
+// twin in its last digits, inside LibTorch (docs/running.md). MKL reads the setting at
+// its first product, so this is called before any.
 void request_reproducible_blas();
 
 // Sets the intra-op thread count (always, even to LibTorch's default: only then does
