@@ -15,7 +15,7 @@ struct Dims {
   bool llama;
 };
 
-Dims dims_of(const ActivationQuery& q) {
+Dims dims_of(const RankShape& q) {
   const ModelSpec& m = q.model;
   const int64_t n = q.seq_len * q.micro_batch;
   return {n,
@@ -43,7 +43,7 @@ int64_t norm_bytes(const Dims& d) {
 // What the attention core keeps unless selective checkpointing recomputes it: the fused
 // kernel its log-sum-exp per head and position; the math path its softmax and the causal
 // mask it builds.
-int64_t attention_core_bytes(const ActivationQuery& q, const Dims& d) {
+int64_t attention_core_bytes(const RankShape& q, const Dims& d) {
   if (q.model.attention == "sdpa") return d.b * d.heads_here * d.s * d.stat;
   return d.heads_here * d.s * d.s * d.b * d.e + d.s * d.s * kMaskBytes;
 }
@@ -55,7 +55,7 @@ int64_t attention_core_bytes(const ActivationQuery& q, const Dims& d) {
 // after the rotation and k and v at every head: repeated (grouped query), or k after the
 // rotation with v, which the fused kernel keeps as a view of the fused qkv (so all of
 // it) and the math path copies. Then its fused gate/up output, silu's and the product.
-int64_t split_elements(const ActivationQuery& q, const Dims& d) {
+int64_t split_elements(const RankShape& q, const Dims& d) {
   const int64_t attention_out = d.tokens * d.h;
   if (!d.llama) return 3 * d.tokens * d.h + attention_out + 2 * d.tokens * d.ffn;
   const bool viewed_v = d.kv == d.h && q.model.attention == "sdpa";
@@ -63,7 +63,7 @@ int64_t split_elements(const ActivationQuery& q, const Dims& d) {
   return d.tokens * d.h + keys_values + attention_out + 4 * d.tokens * d.ffn;
 }
 
-int64_t block_bytes(const ActivationQuery& q, const Dims& d) {
+int64_t block_bytes(const RankShape& q, const Dims& d) {
   if (q.checkpointing == "full") return d.on_part * d.h * d.e;  // the block's output, the next one's input
   // On the sequence part: the two norms, the residual after attention, the block's output.
   int64_t bytes = 2 * norm_bytes(d) + 2 * d.on_part * d.h * d.e;
@@ -73,7 +73,7 @@ int64_t block_bytes(const ActivationQuery& q, const Dims& d) {
   return bytes;
 }
 
-int64_t embedding_bytes(const ActivationQuery& q, const Dims& d) {
+int64_t embedding_bytes(const RankShape& q, const Dims& d) {
   int64_t bytes = d.on_part * d.h * d.e;
   if (q.model.dropout > 0) bytes += d.on_part * d.h * kMaskBytes;
   // Under a vocab-parallel embedding: the ids shifted into this rank's slice, and which fall in it.
@@ -81,7 +81,7 @@ int64_t embedding_bytes(const ActivationQuery& q, const Dims& d) {
   return bytes;
 }
 
-int64_t head_bytes(const ActivationQuery& q, const Dims& d) {
+int64_t head_bytes(const RankShape& q, const Dims& d) {
   int64_t bytes = norm_bytes(d);
   if (d.tp > 1 && q.vocab_parallel) {
     // The logits' slice and the vocab-parallel loss's softmax over it, the target's
@@ -95,12 +95,11 @@ int64_t head_bytes(const ActivationQuery& q, const Dims& d) {
 
 }  // namespace
 
-ActivationBytes predict_activation_bytes(const ActivationQuery& q) {
+ActivationBytes predict_activation_bytes(const RankShape& q) {
   PLAIT_CHECK(q.model.family == "gpt2" || q.model.family == "llama",
               concat("the activation model knows gpt2 and llama blocks, not ", q.model.family),
               "measure it instead: the run's metrics.jsonl has activation_bytes");
-  PLAIT_CHECK(q.checkpointing == "none" || q.checkpointing == "full" || q.checkpointing == "selective",
-              concat("activation checkpointing '", q.checkpointing, "' is not one of none, full, selective"), "");
+  check_checkpointing(q.checkpointing);
   PLAIT_CHECK(q.tp >= 1 && q.model.n_head % q.tp == 0 && q.model.n_kv_head % q.tp == 0 &&
                   q.seq_len % (q.sequence_parallel ? q.tp : 1) == 0,
               concat("tp ", q.tp, " does not split ", q.model.n_head, " heads, ", q.model.n_kv_head,

@@ -8,21 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "model/model_spec.hpp"
+#include "plan/rank_shape.hpp"
 
 namespace plait {
-
-struct ActivationQuery {
-  ModelSpec model;
-  int64_t seq_len = 0;
-  int64_t micro_batch = 0;
-  int64_t activation_bytes_per_element = 4;  // the dtype activations are kept in
-  int64_t stat_bytes_per_element = 4;        // layer norms' mean and rstd, attention's log-sum-exp
-  int64_t tp = 1;
-  bool sequence_parallel = false;
-  bool vocab_parallel = true;  // megatron's default under tp > 1
-  std::string checkpointing = "none";  // "none" | "full" | "selective"
-};
 
 struct ActivationBytes {
   int64_t per_block = 0;
@@ -32,6 +20,6 @@ struct ActivationBytes {
 };
 
 // Refuses a family it does not model yet and a checkpointing mode it does not know.
-ActivationBytes predict_activation_bytes(const ActivationQuery& q);
+ActivationBytes predict_activation_bytes(const RankShape& q);
 
 }  // namespace plait

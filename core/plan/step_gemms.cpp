@@ -7,13 +7,15 @@
 namespace plait {
 namespace {
 
-double total(const std::vector<Gemm>& gemms) {
+// The products' cost summed by `cost` (their FLOPs, or their seconds on a machine).
+template <class Cost>
+double total(const std::vector<Gemm>& gemms, Cost cost) {
   double sum = 0;
-  for (const Gemm& g : gemms) sum += g.flops();
+  for (const Gemm& g : gemms) sum += cost(g);
   return sum;
 }
 
-std::vector<Gemm> attention_core(const GemmQuery& q) {
+std::vector<Gemm> attention_core(const RankShape& q) {
   const ModelSpec& m = q.model;
   const int64_t heads = q.micro_batch * m.n_head / q.tp, s = q.seq_len, d = m.head_dim();
   return {{"scores", s, s, d, heads}, {"context", s, d, s, heads}};
@@ -21,7 +23,7 @@ std::vector<Gemm> attention_core(const GemmQuery& q) {
 
 }  // namespace
 
-std::vector<Gemm> block_forward_gemms(const GemmQuery& q) {
+std::vector<Gemm> block_forward_gemms(const RankShape& q) {
   const ModelSpec& m = q.model;
   PLAIT_CHECK(q.tp >= 1 && m.n_head % q.tp == 0 && m.ffn_hidden % q.tp == 0,
               concat("tp ", q.tp, " does not split ", m.n_head, " heads and a hidden size of ", m.ffn_hidden), "");
@@ -37,26 +39,40 @@ std::vector<Gemm> block_forward_gemms(const GemmQuery& q) {
   return out;
 }
 
-std::vector<Gemm> head_forward_gemms(const GemmQuery& q) {
+std::vector<Gemm> head_forward_gemms(const RankShape& q) {
   const int64_t n = q.seq_len * q.micro_batch;
   return {{"logits", n, q.model.vocab_size / q.tp, q.model.n_embd}};
 }
 
-double microbatch_flops(const GemmQuery& q, int64_t blocks, bool with_head, const std::string& checkpointing) {
-  PLAIT_CHECK(checkpointing == "none" || checkpointing == "full" || checkpointing == "selective",
-              concat("activation checkpointing '", checkpointing, "' is not one of none, full, selective"), "");
-  const double block = total(block_forward_gemms(q));
+namespace {
+
+// A microbatch's products on a rank: forward, backward (twice the forward) and the
+// shape's recomputation, each costed by `cost`.
+template <class Cost>
+double microbatch_cost(const RankShape& q, int64_t blocks, bool with_head, Cost cost) {
+  check_checkpointing(q.checkpointing);
+  const double block = total(block_forward_gemms(q), cost);
   double recompute = 0;
-  if (checkpointing == "full") recompute = block;
-  if (checkpointing == "selective") recompute = total(attention_core(q));
-  double flops = static_cast<double>(blocks) * (3 * block + recompute);
-  if (with_head) flops += 3 * total(head_forward_gemms(q));
-  return flops;
+  if (q.checkpointing == "full") recompute = block;
+  if (q.checkpointing == "selective") recompute = total(attention_core(q), cost);
+  double sum = static_cast<double>(blocks) * (3 * block + recompute);
+  if (with_head) sum += 3 * total(head_forward_gemms(q), cost);
+  return sum;
+}
+
+}  // namespace
+
+double microbatch_flops(const RankShape& q, int64_t blocks, bool with_head) {
+  return microbatch_cost(q, blocks, with_head, [](const Gemm& g) { return g.flops(); });
 }
 
 double gemm_seconds(const Hardware& hw, const Gemm& g) {
   const double smallest = static_cast<double>(std::min({g.m, g.n, g.k}));
   return g.flops() / (hw.peak_bf16_tflops * 1e12 * hw.gemm_efficiency_at(smallest));
+}
+
+double microbatch_gemm_seconds(const Hardware& hw, const RankShape& q, int64_t blocks, bool with_head) {
+  return microbatch_cost(q, blocks, with_head, [&](const Gemm& g) { return gemm_seconds(hw, g); });
 }
 
 }  // namespace plait

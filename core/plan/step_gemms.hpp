@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "model/model_spec.hpp"
 #include "plan/hardware.hpp"
+#include "plan/rank_shape.hpp"
 
 namespace plait {
 
@@ -20,26 +20,22 @@ struct Gemm {
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
 };
 
-struct GemmQuery {
-  ModelSpec model;
-  int64_t seq_len = 0;
-  int64_t micro_batch = 0;
-  int64_t tp = 1;
-};
-
 // One block's forward products on a rank: projections split over tp, and the attention
 // core's two per head (scores and their product with the values, counted whole as
 // Megatron and PaLM count them).
-std::vector<Gemm> block_forward_gemms(const GemmQuery& q);
+std::vector<Gemm> block_forward_gemms(const RankShape& q);
 // The head's: the logits over this rank's slice of the vocabulary.
-std::vector<Gemm> head_forward_gemms(const GemmQuery& q);
+std::vector<Gemm> head_forward_gemms(const RankShape& q);
 
-// FLOPs of one microbatch's forward, backward and recomputation on a rank holding
-// `blocks` blocks (and the head when `with_head`), under "none", "full" or "selective".
-double microbatch_flops(const GemmQuery& q, int64_t blocks, bool with_head, const std::string& checkpointing);
+// FLOPs of one microbatch's forward, backward and recomputation (the shape's
+// checkpointing) on a rank holding `blocks` blocks, and the head when `with_head`.
+double microbatch_flops(const RankShape& q, int64_t blocks, bool with_head);
 
 // Seconds for the products at the hardware's peak (bf16) and its efficiency by the
 // products' smallest dimension.
 double gemm_seconds(const Hardware& hw, const Gemm& g);
+
+// Seconds of the products microbatch_flops counts, each at its own efficiency.
+double microbatch_gemm_seconds(const Hardware& hw, const RankShape& q, int64_t blocks, bool with_head);
 
 }  // namespace plait

@@ -60,7 +60,7 @@ int64_t measured(const Case& c) {
 }
 
 int64_t predicted(const Case& c) {
-  ActivationQuery q;
+  RankShape q;
   q.model = quickstart_model(c);
   q.seq_len = 64;
   q.micro_batch = 8;
@@ -94,7 +94,7 @@ TEST_CASE("predicted activation bytes equal a run's within 0.5%, for each kernel
 }
 
 TEST_CASE("the activation model refuses a family it does not model, naming it", "[plan]") {
-  ActivationQuery q;
+  RankShape q;
   q.model.family = "mamba";
   CHECK_THROWS_WITH(predict_activation_bytes(q), Contains("the activation model knows gpt2 and llama blocks, not mamba"));
 }
@@ -129,7 +129,7 @@ TEST_CASE("a pipeline rank's predicted peak is what its schedule keeps in flight
     REQUIRE(r.exit_code == 0);
     const nlohmann::json ranks = read_metrics(dir / "run").front().at("ranks");
     const PipelinePlan pipeline = prepare_run(source_path("configs/quickstart.toml"), sets).pipeline;
-    ActivationQuery q;
+    RankShape q;
     q.model = quickstart_model({"gpt2", "sdpa", 0.0, "float32", "none", 1, false});
     q.model.n_layer = 4;
     q.seq_len = 64;

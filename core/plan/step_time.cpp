@@ -1,0 +1,134 @@
+#include "plan/step_time.hpp"
+
+#include <algorithm>
+
+#include "plait/sdk/error.hpp"
+#include "plan/step_gemms.hpp"
+
+namespace plait {
+namespace {
+
+struct RankCost {
+  double compute = 0, memory_bound = 0, tp_comm = 0, pp_comm = 0;
+  double busy() const { return compute + memory_bound + tp_comm + pp_comm; }
+};
+
+double seconds(const Hardware& hw, Collective op, double bytes, const GroupPlacement& g, int64_t count) {
+  return static_cast<double>(count) * collective_seconds(hw, op, bytes, g);
+}
+
+// Tensor parallel's collectives in a block's forward, backward and recomputation: the
+// two all-reduces of the hidden state each way (under sequence parallel an all-gather
+// before and a reduce-scatter after each half), and the forward's again under full
+// recomputation.
+double block_tp_seconds(const Hardware& hw, const StepLayout& l) {
+  const RankShape& s = l.rank;
+  const GroupPlacement tp = tensor_group(hw, l);
+  const double bytes = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
+  const int64_t passes = s.checkpointing == "full" ? 3 : 2;
+  if (!s.sequence_parallel) return seconds(hw, Collective::all_reduce, bytes, tp, 2 * passes);
+  return seconds(hw, Collective::all_gather, bytes, tp, 2 * passes) +
+         seconds(hw, Collective::reduce_scatter, bytes, tp, 2 * passes);
+}
+
+// The vocab-parallel ends: the embedding's sum over the slices, and the loss's three
+// sums of a float per token (the maximum, the exponentials' sum, the target's logit).
+double end_tp_seconds(const Hardware& hw, const StepLayout& l, bool first, bool last) {
+  const RankShape& s = l.rank;
+  if (s.tp == 1 || !s.vocab_parallel) return 0;
+  const GroupPlacement tp = tensor_group(hw, l);
+  double t = 0;
+  const double hidden = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
+  if (first) t += seconds(hw, s.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, hidden, tp, 1);
+  if (last) t += seconds(hw, Collective::all_reduce, static_cast<double>(s.tokens() * 4), tp, 3);
+  return t;
+}
+
+RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels, bool first, bool last) {
+  const RankShape& s = l.rank;
+  const int64_t blocks = s.model.n_layer / l.pp;
+  RankCost c;
+  c.compute = microbatch_gemm_seconds(hw, s, blocks, last);
+  c.memory_bound = memory_bound_seconds(hw, kernels, s, blocks, last);
+  c.tp_comm = static_cast<double>(blocks) * block_tp_seconds(hw, l) + end_tp_seconds(hw, l, first, last);
+  if (l.pp > 1) {
+    // Each virtual stage receives a microbatch's activations and sends its gradient back.
+    const double part = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element) /
+                        static_cast<double>(s.sequence_parallel ? s.tp : 1);
+    const GroupPlacement pair{2, stages_share_node(hw, l) ? 2 : 1};
+    c.pp_comm = seconds(hw, Collective::send, part, pair, 2 * l.virtual_stages);
+  }
+  const double m = static_cast<double>(l.microbatches);
+  return {c.compute * m, c.memory_bound * m, c.tp_comm * m, c.pp_comm * m};
+}
+
+// The data plugin's collectives; one that overlaps the backward hides behind the last
+// microbatch's.
+double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double last_backward) {
+  const GroupPlacement dp = data_group(hw, l);
+  double hidden_by = last_backward, exposed = 0;
+  for (const CommOp& op : ops) {
+    const double t = seconds(hw, op.op, op.bytes, dp, op.count);
+    if (!op.overlaps_backward) {
+      exposed += t;
+      continue;
+    }
+    const double hidden = std::min(t, hidden_by);
+    hidden_by -= hidden;
+    exposed += t - hidden;
+  }
+  return exposed;
+}
+
+// GPT-2's head shares the embedding's weights: across a pipeline its two copies' gradients
+// are summed between the first and the last stage.
+double tied_embedding_seconds(const Hardware& hw, const StepLayout& l) {
+  const RankShape& s = l.rank;
+  if (l.pp == 1 || s.model.family != "gpt2") return 0;
+  const double bytes = static_cast<double>(s.model.vocab_size * s.model.n_embd / s.tp * l.grad_bytes_per_element);
+  return collective_seconds(hw, Collective::all_reduce, bytes, {2, stages_share_node(hw, l) ? 2 : 1});
+}
+
+}  // namespace
+
+GroupPlacement tensor_group(const Hardware& hw, const StepLayout& l) {
+  return {l.rank.tp, std::min(l.rank.tp, hw.gpus_per_node)};
+}
+
+GroupPlacement data_group(const Hardware& hw, const StepLayout& l) {
+  const int64_t room = std::max<int64_t>(1, hw.gpus_per_node / l.rank.tp);  // data-parallel ranks per node
+  return {l.dp, std::min(l.dp, room)};
+}
+
+bool stages_share_node(const Hardware& hw, const StepLayout& l) { return l.gpus() <= hw.gpus_per_node; }
+
+StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels,
+                             const std::vector<CommOp>& data_ops, double optimizer_bytes) {
+  const RankShape& s = l.rank;
+  PLAIT_CHECK(l.pp >= 1 && l.dp >= 1 && l.virtual_stages >= 1 && l.microbatches >= 1 && s.micro_batch >= 1,
+              concat("a layout of dp ", l.dp, ", pp ", l.pp, ", ", l.virtual_stages, " virtual stages and ",
+                     l.microbatches, " microbatches of ", s.micro_batch),
+              "each is at least 1");
+  PLAIT_CHECK(s.model.n_layer % (l.pp * l.virtual_stages) == 0,
+              concat(s.model.n_layer, " blocks do not split into pp ", l.pp, " x ", l.virtual_stages, " virtual stages"),
+              "choose pp and virtual stages whose product divides the blocks");
+  PLAIT_CHECK(l.idle_share >= 0 && l.idle_share < 1, concat("an idle share of ", l.idle_share), "it is a fraction below 1");
+  // The busiest rank sets the pace: the last stage's head, or the first's embedding.
+  const RankCost first = rank_cost(hw, l, kernels, true, l.pp == 1);
+  const RankCost last = l.pp == 1 ? first : rank_cost(hw, l, kernels, false, true);
+  const RankCost& busiest = last.busy() >= first.busy() ? last : first;
+  StepPhases p;
+  p.compute = busiest.compute;
+  p.memory_bound = busiest.memory_bound;
+  p.tp_comm = busiest.tp_comm;
+  p.pp_comm = busiest.pp_comm + tied_embedding_seconds(hw, l);
+  // The schedule idles its share of the makespan on a typical (headless) rank.
+  const RankCost typical = l.pp > 2 ? rank_cost(hw, l, kernels, false, false) : first;
+  p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
+  const double last_backward = busiest.compute * 2.0 / 3.0 / static_cast<double>(l.microbatches);
+  p.dp_comm = data_seconds(hw, l, data_ops, last_backward);
+  p.optimizer = optimizer_bytes / (hw.memory_gbps * 1e9 * hw.memory_efficiency);
+  return p;
+}
+
+}  // namespace plait
