@@ -44,17 +44,23 @@ class QuietLogger final : public Logger {
 
 void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
                          const MeshShape& mesh) {
+  if (config.parallel().tensor == "none" || mesh.tp == 1) return;
+  build_shape_model(config, registry, model, mesh);
+}
+
+StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
+                             const MeshShape& mesh) {
   const Options& parallel = config.table("parallel");
   const std::string& name = config.parallel().tensor;
-  if (name == "none" || mesh.tp == 1) return;
+  if (name == "none" || mesh.tp == 1) return build_meta_model(model);
   StepMetrics metrics;
   auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics}, {0, static_cast<int>(mesh.world())});
   QuietLogger quiet;
   tensor.context->log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
   ShapeOnlyGroup group(mesh.tp);
-  at_place(parallel.where("tp"), [&] {
+  return at_place(parallel.where("tp"), [&] {
     std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.tp_group = &group});
-    build_model(model, *factory, {0, at::TensorOptions().device(at::kMeta)});
+    return build_model(model, *factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
   });
 }
 

@@ -5,6 +5,7 @@
 // code cannot split over tp is refused at [parallel] tp's line, with the layer's own
 // sentence, for any tensor plugin, in-house ones too.
 #include "config/resolve.hpp"
+#include "plait/sdk/model.hpp"
 #include "distributed/mesh.hpp"
 #include "model/model_spec.hpp"
 #include "loader/plugin_registry.hpp"
@@ -13,5 +14,10 @@ namespace plait {
 
 void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
                          const MeshShape& mesh);
+
+// The whole model on the meta device as tensor-parallel rank 0 builds it (through the
+// configured tensor plugin when tp > 1): the planner's view of a rank's parameters.
+StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
+                             const MeshShape& mesh);
 
 }  // namespace plait

@@ -12,6 +12,22 @@
 
 namespace {
 
+// Parameters (by index) in buckets of about `cap` bytes, in reverse order: roughly the
+// order their gradients arrive. A cap of 0 gives each its own.
+std::vector<std::vector<std::size_t>> bucket_indices(const std::vector<int64_t>& bytes, int64_t cap) {
+  std::vector<std::vector<std::size_t>> groups(1);
+  int64_t filled = 0;
+  for (std::size_t k = bytes.size(); k-- > 0;) {
+    if (!groups.back().empty() && filled + bytes[k] > cap) {
+      groups.emplace_back();
+      filled = 0;
+    }
+    groups.back().push_back(k);
+    filled += bytes[k];
+  }
+  return groups;
+}
+
 struct Bucket {
   at::Tensor flat;
   std::vector<std::size_t> params;  // indices into params_
@@ -19,8 +35,29 @@ struct Bucket {
   std::shared_ptr<plait::Work> work;
 };
 
-class Ddp final : public plait::DataParallel {
+class Ddp final : public plait::DataParallel, public plait::DataCostModel {
  public:
+  // Whole parameters, gradients (the buckets) and AdamW moments in the parameters' dtype;
+  // each bucket all-reduced once per step, during the last backward when overlap is on.
+  plait::DataCost cost(const plait::CostQuery& q) const override {
+    std::vector<int64_t> bytes;
+    for (const auto& p : *q.params) bytes.push_back(p.elements * q.param_bytes);
+    plait::DataCost c;
+    for (int64_t b : bytes) c.state.params += b;
+    c.state.grads = c.state.params;
+    c.state.optimizer = 2 * c.state.params;
+    if (q.dp > 1) {
+      for (const auto& group : bucket_indices(bytes, cap_bytes())) {
+        int64_t sum = 0;
+        for (std::size_t k : group) sum += bytes[k];
+        c.comm.push_back({"gradient bucket", plait::CostCollective::all_reduce, sum, 1,
+                          options().get<bool>("overlap") ? plait::CostOverlap::backward : plait::CostOverlap::none, 0});
+      }
+    }
+    return c;
+  }
+  void* find_extension(std::string_view id) override { return plait::offer<plait::DataCostModel>(this, id); }
+
   void setup(const plait::DataParallelSetup& setup) override {
     comm_ = setup.dp_group;
     overlap_ = options().get<bool>("overlap");
@@ -32,7 +69,7 @@ class Ddp final : public plait::DataParallel {
                                          .release_grads = false});  // .grad are views of the buckets
     const auto& params = optimizer_.params();
     PLAIT_CHECK(!params.empty(), "ddp: the model has no parameters", "");
-    make_buckets(params, options().get<double>("bucket_cap_mb"));
+    make_buckets(params);
     if (comm_ != nullptr && options().get<bool>("broadcast_init")) broadcast_parameters(params);
     for (std::size_t i = 0; i < params.size(); ++i) {
       hooks_.add(params[i].tensor, [this, i] { on_grad_ready(i); });
@@ -88,24 +125,18 @@ class Ddp final : public plait::DataParallel {
   }
 
  private:
-  void make_buckets(const std::vector<plait::ParamRef>& params, double cap_mb) {
-    const auto cap = static_cast<int64_t>(cap_mb * 1024 * 1024);
+  int64_t cap_bytes() const { return static_cast<int64_t>(options().get<double>("bucket_cap_mb") * 1024 * 1024); }
+
+  void make_buckets(const std::vector<plait::ParamRef>& params) {
     const at::ScalarType dtype = params.front().tensor.scalar_type();
-    std::vector<std::vector<std::size_t>> groups(1);
-    int64_t bytes = 0;
-    for (std::size_t k = params.size(); k-- > 0;) {  // reverse order: roughly the order gradients arrive
-      PLAIT_CHECK(params[k].tensor.scalar_type() == dtype,
-                  plait::concat("ddp: parameter ", params[k].name, " is ", params[k].tensor.scalar_type(),
-                                " but others are ", dtype),
+    std::vector<int64_t> bytes;
+    for (const auto& p : params) {
+      PLAIT_CHECK(p.tensor.scalar_type() == dtype,
+                  plait::concat("ddp: parameter ", p.name, " is ", p.tensor.scalar_type(), " but others are ", dtype),
                   "keep every parameter in one dtype");
-      const auto n = static_cast<int64_t>(params[k].tensor.nbytes());
-      if (!groups.back().empty() && bytes + n > cap) {
-        groups.emplace_back();
-        bytes = 0;
-      }
-      groups.back().push_back(k);
-      bytes += n;
+      bytes.push_back(static_cast<int64_t>(p.tensor.nbytes()));
     }
+    const std::vector<std::vector<std::size_t>> groups = bucket_indices(bytes, cap_bytes());
     bucket_of_.assign(params.size(), 0);
     for (const auto& group : groups) {
       Bucket b;

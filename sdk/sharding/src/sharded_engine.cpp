@@ -1,6 +1,7 @@
 #include "plait/sharding/sharded_engine.hpp"
 
 #include "plait/sdk/run_check.hpp"
+#include "plait/sharding/cost_model.hpp"
 #include "plait/sharding/sharded_adamw.hpp"
 
 namespace plait::sharding {
@@ -101,6 +102,8 @@ void ShardedEngine::discard_gradients() {
   clear_gradients(ctx_);
   reduction_.clear_accumulated();
 }
+
+DataCost ShardedEngine::cost(const CostQuery& query) const { return sharded_cost(sharding_options(), query); }
 
 StateBytes ShardedEngine::state_bytes() const {
   StateBytes bytes = sharding::state_bytes(ctx_);

@@ -4,6 +4,7 @@
 #include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/communicator.hpp"
 #include "plait/sdk/context.hpp"
+#include "plait/sdk/cost_model.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/device_metrics.hpp"
 #include "plait/sdk/error.hpp"

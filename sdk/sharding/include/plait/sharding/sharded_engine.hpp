@@ -16,6 +16,7 @@
 // (the buffers), param_lifecycle.hpp (stage 3's gathers), grad_reduction.hpp (the
 // reduction pipeline), sharded_adamw.hpp (the step); checkpoint_state.cpp (the state a
 // checkpoint holds).
+#include "plait/sdk/cost_model.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sharding/context.hpp"
 #include "plait/sharding/grad_reduction.hpp"
@@ -23,8 +24,11 @@
 
 namespace plait::sharding {
 
-class ShardedEngine : public DataParallel {
+class ShardedEngine : public DataParallel, public DataCostModel {
  public:
+  // The planner's question (API 12.3), answered from the same plan and buffers as setup's.
+  DataCost cost(const CostQuery& query) const override;
+  void* find_extension(std::string_view id) override { return offer<DataCostModel>(this, id); }
   // What the options and the offload plugin allow, refused before launch (the same rules as setup's).
   void check(const RunCheck& run) const override;
   void setup(const DataParallelSetup& setup) override;

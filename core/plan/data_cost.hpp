@@ -1,0 +1,30 @@
+#pragma once
+// What the configured data plugin says one rank keeps and sends (its cost model, API
+// 12.3), for the rank's parameters as the run would build them (plan/rank_parameters.hpp).
+// A plugin built before 12.3 has none: the answer says so, and the planner can only
+// measure it.
+#include <optional>
+#include <string>
+
+#include "plan/rank_parameters.hpp"
+#include "plan/step_time.hpp"
+#include "run/prepare.hpp"
+
+namespace plait {
+
+struct RankDataCost {
+  std::string plugin;
+  RankParameters rank;
+  std::optional<DataCost> cost;  // empty: the plugin has no cost model
+};
+
+// Pipeline rank `pp_rank` of the prepared run, with `dp_per_node` of its data-parallel
+// group on one node (the whole group on this machine: dp).
+RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node);
+
+// The plugin's collectives as the step's time model takes them (a broadcast costed as the
+// all-gather of its buffer: each rank receives all of it once). Not yet placed by group:
+// a hybrid plugin's subgroup collectives are costed as the whole data-parallel group's.
+std::vector<CommOp> data_parallel_ops(const DataCost& cost);
+
+}  // namespace plait

@@ -1,0 +1,37 @@
+#include "plan/rank_parameters.hpp"
+
+#include <map>
+#include <set>
+
+namespace plait {
+
+int64_t RankParameters::elements() const {
+  int64_t n = 0;
+  for (const CostParameter& p : params) n += p.elements;
+  return n;
+}
+
+RankParameters rank_parameters(const StageModel& whole, const StagePartition& partition, int64_t pp, int64_t pp_rank) {
+  const RankStages stages = rank_stages(whole, partition, pp, pp_rank);
+  RankParameters out;
+  std::map<const void*, std::size_t> index_of;
+  std::set<std::string> names;
+  for (const ParamRef& p : stages.model.parameters()) {
+    index_of[p.tensor.unsafeGetTensorImpl()] = out.params.size();
+    names.insert(p.name);
+    out.params.push_back({p.name, p.tensor.numel(), p.decay, p.split});
+  }
+  for (const UnitSlot& slot : stages.model.units) {
+    CostUnit unit{slot.prefix, {}, {}};
+    for (const auto& p : slot.unit->named_parameters(/*recurse=*/true)) {
+      unit.params.push_back(index_of.at(p.value().unsafeGetTensorImpl()));
+    }
+    for (const std::string& name : slot.borrowed) {
+      if (names.count(name) != 0) unit.borrowed.push_back(name);
+    }
+    out.units.push_back(std::move(unit));
+  }
+  return out;
+}
+
+}  // namespace plait

@@ -1,0 +1,24 @@
+#pragma once
+// One rank's parameters and units as its data plugin will see them, from the model built
+// on the meta device (through the tensor plugin, cut to the pipeline rank's stages): what
+// a data plugin's cost model is asked about (plait/sdk/cost_model.hpp), at any mesh,
+// with no memory and no process per rank.
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/stage_partition.hpp"
+#include "plait/sdk/cost_model.hpp"
+
+namespace plait {
+
+struct RankParameters {
+  std::vector<CostParameter> params;
+  std::vector<CostUnit> units;
+  int64_t elements() const;
+};
+
+// Pipeline rank `pp_rank`'s stages of `whole` (built on the meta device); borrowed names
+// that the rank does not own are dropped, as the runtime's tied parameters drop them.
+RankParameters rank_parameters(const StageModel& whole, const StagePartition& partition, int64_t pp, int64_t pp_rank);
+
+}  // namespace plait

@@ -1,0 +1,87 @@
+#include "plait/sharding/cost_model.hpp"
+
+#include <algorithm>
+
+#include "plait/sharding/group_plan.hpp"
+
+namespace plait::sharding {
+namespace {
+
+struct Sizes {
+  int64_t working = 4;  // the flat buffers' elements (bf16 under train.dtype = bfloat16)
+  int64_t master = 4;   // the master weights', moments' and offloaded gradients' elements
+};
+
+// One group's state between steps, as flatten() leaves it.
+void add_group_state(StateBytes& b, const PlannedGroup& g, const ShardingOptions& o, const CostQuery& q,
+                     const Sizes& s) {
+  if (g.sharded_params) {
+    (q.offload_params ? b.host_params : b.params) += g.shard * s.working;
+  } else {
+    b.params += g.padded * s.working;
+  }
+  if (o.stage == 1) b.grads += g.padded * s.working;  // whole, the parameters' .grad views of it
+  if (q.offload_grads) {
+    b.host_grads += g.shard * s.master;
+    // Stage 2/3 with accumulation download each microbatch into a staging shard.
+    if (o.stage != 1 && q.microbatches > 1) b.host_grads += g.shard * s.master;
+  } else if (o.stage != 1) {
+    b.grads += g.shard * s.working;
+  }
+  const bool master_is_alias = !q.offload_optimizer && s.working == s.master;
+  const int64_t optimizer = 2 * g.shard * s.master + (master_is_alias ? 0 : g.shard * s.master);
+  (q.offload_optimizer ? b.host_optimizer : b.optimizer) += optimizer;
+}
+
+void add_group_comm(std::vector<CommCost>& comm, const PlannedGroup& g, const ShardingOptions& o, const CostQuery& q,
+                    int64_t shard_count, const Sizes& s) {
+  const int64_t whole = g.padded * s.working;
+  if (shard_count > 1) {
+    // Stage 1 reduces the accumulated gradient once; 2 and 3 every microbatch's.
+    comm.push_back({"reduce gradients " + g.name, CostCollective::reduce_scatter, whole,
+                    o.stage == 1 ? 1 : q.microbatches, CostOverlap::backward, shard_count});
+    if (g.sharded_params) {
+      const int64_t gathers = q.microbatches * (o.reshard_after_forward ? 2 : 1);
+      comm.push_back({"gather parameters " + g.name, CostCollective::all_gather, whole, gathers,
+                      o.forward_prefetch > 0 ? CostOverlap::forward : CostOverlap::none, shard_count});
+    } else {  // the updated shards back into the whole parameters
+      comm.push_back({"gather updated " + g.name, CostCollective::all_gather, whole, 1, CostOverlap::none, shard_count});
+    }
+  }
+  const int64_t replicas = q.dp / shard_count;
+  if (replicas > 1) {
+    comm.push_back({"sum replicas " + g.name, CostCollective::all_reduce, g.shard * s.working,
+                    o.stage == 1 ? 1 : q.microbatches, CostOverlap::backward, replicas});
+  }
+}
+
+}  // namespace
+
+DataCost sharded_cost(const ShardingOptions& options, const CostQuery& q) {
+  PLAIT_CHECK(q.params != nullptr && q.units != nullptr, concat(options.plugin, ": a cost query without parameters"), "");
+  const int64_t shard_count = options.shard_size > 0 ? options.shard_size : q.dp;
+  PLAIT_CHECK(q.dp % shard_count == 0,
+              concat(options.plugin, ": shard_size ", options.shard_size, " does not divide the data-parallel degree ", q.dp),
+              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
+  std::vector<ParamShape> params;
+  for (const CostParameter& p : *q.params) params.push_back({p.name, p.elements, p.decay, p.split});
+  std::vector<UnitShape> units;
+  for (const CostUnit& u : *q.units) units.push_back({u.prefix, u.params, u.borrowed});
+  const Sizes sizes{q.bf16 ? 2 : q.param_bytes, q.param_bytes};
+  const GroupPlan plan = plan_groups(units, params, options, static_cast<int>(shard_count), sizes.working);
+  DataCost cost;
+  int64_t largest = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    add_group_state(cost.state, g, options, q, sizes);
+    add_group_comm(cost.comm, g, options, q, shard_count, sizes);
+    largest = std::max(largest, g.padded * sizes.working);
+  }
+  // At a step's peak: two reductions in flight, each a whole gradient buffer (stage 2
+  // and 3 build it), and under stage 3 the gathered groups (the one in use and those
+  // prefetched).
+  if (options.stage >= 2) cost.transient_bytes += 2 * largest;
+  if (options.stage == 3) cost.transient_bytes += (1 + std::max<int64_t>(options.forward_prefetch, 0)) * largest;
+  return cost;
+}
+
+}  // namespace plait::sharding

@@ -1,0 +1,97 @@
+// Each data plugin's cost model (API 12.3) against the plugin itself: for every strategy
+// combination the suite runs, the state bytes the planner predicts for rank 0, from a
+// model it builds on the meta device, equal what that rank's plugin reports in a real run
+// (metrics.jsonl: param_bytes, grad_bytes, optimizer_bytes and their host twins), which
+// `plait verify` in turn holds to the allocator.
+#include <catch2/catch.hpp>
+
+#include "plan/data_cost.hpp"
+#include "run/prepare.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct Combination {
+  std::string name;
+  std::vector<std::string> sets;
+};
+
+const std::vector<Combination>& combinations() {
+  static const std::vector<Combination> all = {
+      {"single", {"parallel.data=single", "parallel.dp=1"}},
+      {"ddp", {}},
+      {"ddp small buckets", {"ddp.bucket_cap_mb=0.1"}},
+      {"zero 1", {"parallel.data=zero", "zero.stage=1"}},
+      {"zero 2 accumulating", {"parallel.data=zero", "zero.stage=2", "train.grad_accum=2"}},
+      {"zero 3", {"parallel.data=zero", "zero.stage=3"}},
+      {"zero 3 persistent", {"parallel.data=zero", "zero.stage=3", "zero.persistence_threshold=1000"}},
+      {"fsdp", {"parallel.data=fsdp"}},
+      {"hybrid fsdp", {"parallel.data=fsdp", "parallel.dp=4", "fsdp.shard_size=2"}},
+      {"zero 3 offload", {"parallel.data=zero", "zero.stage=3", "parallel.offload=cpu", "cpu.params=true",
+                          "train.grad_accum=2"}},
+      {"zero 2 bf16", {"parallel.data=zero", "zero.stage=2", "train.dtype=bfloat16"}},
+      {"1f1b", {"parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1", "train.grad_accum=2"}},
+      {"megatron", {"parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1"}},
+      {"megatron sequence parallel",
+       {"parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1", "megatron.sequence_parallel=true"}},
+      {"3d", {"parallel.data=zero", "zero.stage=1", "parallel.pipeline=1f1b", "parallel.pp=2",
+              "parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=2", "train.grad_accum=2"}},
+  };
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("every data plugin's cost model predicts the state its rank 0 holds, for every combination", "[plan]") {
+  for (const Combination& c : combinations()) {
+    DYNAMIC_SECTION(c.name) {
+      const PreparedRun run = prepare_run(source_path("configs/quickstart.toml"), c.sets);
+      const RankDataCost planned = plan_data_cost(run, 0, run.mesh.dp);
+      REQUIRE(planned.cost.has_value());
+      TempDir dir;
+      const ProcessResult r = run_quickstart(dir / "run", 2, c.sets);
+      INFO(r.output);
+      REQUIRE(r.exit_code == 0);
+      const nlohmann::json last = read_metrics(dir / "run").back();
+      const StateBytes& s = planned.cost->state;
+      CHECK(last.at("param_bytes").get<int64_t>() == s.params);
+      CHECK(last.at("grad_bytes").get<int64_t>() == s.grads);
+      CHECK(last.at("optimizer_bytes").get<int64_t>() == s.optimizer);
+      CHECK(last.at("host_param_bytes").get<int64_t>() == s.host_params);
+      CHECK(last.at("host_grad_bytes").get<int64_t>() == s.host_grads);
+      CHECK(last.at("host_optimizer_bytes").get<int64_t>() == s.host_optimizer);
+    }
+  }
+}
+
+TEST_CASE("a data plugin's collectives per step: ddp's buckets, zero 3's gathers and reductions", "[plan]") {
+  const PreparedRun ddp = prepare_run(source_path("configs/quickstart.toml"), {"ddp.bucket_cap_mb=0.1"});
+  const RankDataCost d = plan_data_cost(ddp, 0, 2);
+  REQUIRE(d.cost.has_value());
+  int64_t reduced = 0;
+  for (const CommCost& op : d.cost->comm) {
+    CHECK(op.op == CostCollective::all_reduce);
+    CHECK(op.overlaps == CostOverlap::backward);
+    reduced += op.bytes * op.count;
+  }
+  CHECK(d.cost->comm.size() > 1);  // 0.1 MiB buckets over 0.8 MiB of gradients
+  CHECK(reduced == d.rank.elements() * 4);  // every gradient once, float32
+
+  const PreparedRun zero = prepare_run(source_path("configs/quickstart.toml"),
+                                       {"parallel.data=zero", "zero.stage=3", "train.grad_accum=2"});
+  const RankDataCost z = plan_data_cost(zero, 0, 2);
+  REQUIRE(z.cost.has_value());
+  int64_t gathers = 0, reductions = 0;
+  for (const CommCost& op : z.cost->comm) {
+    if (op.op == CostCollective::all_gather) gathers += op.count;
+    if (op.op == CostCollective::reduce_scatter) reductions += op.count;
+  }
+  const auto groups = static_cast<int64_t>(z.cost->comm.size() / 2);
+  CHECK(reductions == 2 * groups);  // every microbatch's gradient
+  CHECK(gathers == 2 * 2 * groups);  // forward and backward of each microbatch
+  CHECK(z.cost->transient_bytes > 0);
+}
