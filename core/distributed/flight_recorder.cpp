@@ -170,6 +170,10 @@ void on_crash(int sig) {
     (void)!::write(STDERR_FILENO, "\n", 1);
   }
   {
+    // Writing the record allocates, which is not safe in a signal handler: a crash inside
+    // malloc would deadlock here and leave a rank that neither trains nor dies. The alarm
+    // ends it within 2 s whatever happens (SIGALRM's default action).
+    ::alarm(2);
     std::unique_lock<std::mutex> lock(g_process_mutex, std::try_to_lock);
     if (lock.owns_lock() && g_process_recorder != nullptr) {
       g_process_recorder->write(g_process_folder, g_process_rank,

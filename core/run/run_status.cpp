@@ -10,6 +10,8 @@
 #include <utility>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 
@@ -78,7 +80,29 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
   }
 }
 
+namespace {
+// A process that has said its run failed has said how it ended: a stop notice's thread
+// writes it while the main thread may still finish a step and write "running". Such a
+// later write only carries its step into the failed record.
+std::mutex g_status_mutex;
+std::map<std::string, RunStatusRecord> g_failed;
+
+bool said_failed(const std::string& folder) {
+  const std::lock_guard<std::mutex> lock(g_status_mutex);
+  return g_failed.count(folder) != 0;
+}
+
+}  // namespace
+
 void write_run_status(const std::string& folder, RunStatusRecord record) {
+  const std::lock_guard<std::mutex> lock(g_status_mutex);
+  if (auto failed = g_failed.find(folder); failed != g_failed.end()) {
+    if (record.step <= failed->second.step) return;
+    failed->second.step = record.step;
+    record = failed->second;
+  } else if (record.state == "failed") {
+    g_failed[folder] = record;
+  }
   record.updated = utc_now();
   record.pid = ::getpid();
   record.host = host_name();
@@ -115,7 +139,8 @@ void RunStatus::running(int64_t step, bool now_please) {
   g_last_step.store(std::max(g_last_step.load(), step));
   if (first_step_hook_) std::exchange(first_step_hook_, nullptr)(step);
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-  if (!now_please && step < record_.steps && now - last_write_ns_ < 1'000'000'000) return;
+  const bool due = now_please || step >= record_.steps || now - last_write_ns_ >= 1'000'000'000;
+  if (!due && !said_failed(folder_)) return;
   last_write_ns_ = now;
   write("running", "");
 }

@@ -38,7 +38,9 @@ std::string utc_now();
 // before it could say so) reads as failed, saying that.
 std::optional<RunStatusRecord> read_run_status(const std::string& folder);
 
-// Writes it whole; `updated` and `pid` are filled in here.
+// Writes it whole; `updated` and `pid` are filled in here. Once this process has written
+// that the run in `folder` failed, a later write only moves that record's step on (the
+// main thread finishing a step after a stop notice's thread said how the run ended).
 void write_run_status(const std::string& folder, RunStatusRecord record);
 
 // The last step any RunStatus of this process saw end (0: none), written or not: what a

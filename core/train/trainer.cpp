@@ -14,6 +14,7 @@
 #include "log/logging.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
+#include "run/stop_notice.hpp"
 #include "timing/phase_clock.hpp"
 #include "train/checkpoint_saver.hpp"
 #include "train/debug_dumps.hpp"
@@ -98,6 +99,9 @@ RunSummary train(const RunPlan& plan) {
   PhaseClock clock;  // consecutive steps' intervals touch: a save or a report is in the next step's time
   if (plan.config->train().phase_timing) clock.install();
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
+    // A stop signal's thread is saying how the run ended, at the last step that ended:
+    // no step may follow it (it ends the process).
+    yield_to_stop_notice();
     reset_rank_memory_peak(rank->device);
     plan.world->flight().set_step(step);
     tracer.before(step);
