@@ -1,13 +1,15 @@
 // The compatibility promise, shown with plugins built against the frozen headers of API
 // 12.0 (tests/sdk/frozen): this plait, of a later minor version, loads them as they are,
-// they train the single process's model, and what 12.1 added (the ScheduleModel
-// extension, the device metrics of the context) is simply absent for them.
+// they train the single process's model, and what later minors added (12.1's
+// ScheduleModel extension and device metrics, 12.3's DataCostModel) is simply absent for
+// them.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "loader/host_abi.hpp"
 #include "loader/plugin_registry.hpp"
+#include "plan/data_cost.hpp"
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/version.hpp"
 #include "support/test_support.hpp"
@@ -80,4 +82,18 @@ TEST_CASE("plait schedule show: a schedule of 12.1 gives its idle-share formula,
   CHECK(frozen.exit_code == 0);
   CHECK_THAT(frozen.output, Contains("schedule frozen-gpipe") &&
                                 Contains("formula: none; the schedule 'frozen-gpipe' gives no idle-share formula"));
+}
+
+TEST_CASE("the planner asks a data plugin of 12.3 for its cost model; one of 12.0 has none, and says so", "[sdk]") {
+  ::setenv("PLAIT_PLUGIN_PATH", PLAIT_FROZEN_12_0_DIR, 1);
+  const PreparedRun frozen = prepare_run(source_path("configs/quickstart.toml"), {"parallel.data=frozen-replicated"});
+  const RankDataCost old = plan_data_cost(frozen, 0, 2);
+  ::unsetenv("PLAIT_PLUGIN_PATH");
+  CHECK(old.plugin == "frozen-replicated");
+  CHECK_FALSE(old.cost.has_value());
+  CHECK(old.rank.elements() > 0);  // the rank's parameters are listed all the same
+  const PreparedRun current = prepare_run(source_path("configs/quickstart.toml"), {});
+  const RankDataCost ddp = plan_data_cost(current, 0, 2);
+  REQUIRE(ddp.cost.has_value());
+  CHECK(ddp.cost->state.params == old.rank.elements() * 4);
 }
