@@ -9,7 +9,7 @@
 using namespace plait;
 using namespace plait::test;
 
-TEST_CASE("plait's math attention moves its score matrix through memory; the fused kernel does not", "[plan]") {
+TEST_CASE("plait's math attention moves its score matrix through memory, the fused kernel does not", "[plan]") {
   const Hardware a100 = load_hardware("a100-80g");
   RankShape s = megatron_rank_shape(megatron_table1().front(), 1, "none", 1);
   s.model.dropout = 0;

@@ -84,7 +84,7 @@ TEST_CASE("plait schedule show: a schedule of 12.1 gives its idle-share formula,
                                 Contains("formula: none; the schedule 'frozen-gpipe' gives no idle-share formula"));
 }
 
-TEST_CASE("the planner asks a data plugin of 12.3 for its cost model; one of 12.0 has none, and says so", "[sdk]") {
+TEST_CASE("the planner asks a data plugin of 12.3 for its cost model, and one of 12.0 has none and says so", "[sdk]") {
   ::setenv("PLAIT_PLUGIN_PATH", PLAIT_FROZEN_12_0_DIR, 1);
   const PreparedRun frozen = prepare_run(source_path("configs/quickstart.toml"), {"parallel.data=frozen-replicated"});
   const RankDataCost old = plan_data_cost(frozen, 0, 2);
