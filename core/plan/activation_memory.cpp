@@ -17,7 +17,7 @@ struct Dims {
 
 Dims dims_of(const RankShape& q) {
   const ModelSpec& m = q.model;
-  const int64_t n = q.seq_len * q.micro_batch;
+  const int64_t n = q.tokens();
   return {n,
           q.sequence_parallel ? n / q.tp : n,
           m.n_embd,

@@ -18,32 +18,15 @@ void ask_offload(const PreparedRun& run, CostQuery& q) {
   q.offload_optimizer = offload.plugin->offloads(StateRole::optimizer);
 }
 
-Collective collective_of(CostCollective op) {
-  switch (op) {
-    case CostCollective::all_reduce: return Collective::all_reduce;
-    case CostCollective::reduce_scatter: return Collective::reduce_scatter;
-    case CostCollective::all_gather:
-    case CostCollective::broadcast: return Collective::all_gather;
-  }
-  return Collective::all_reduce;
-}
-
 }  // namespace
-
-std::vector<CommOp> data_parallel_ops(const DataCost& cost) {
-  std::vector<CommOp> out;
-  for (const CommCost& c : cost.comm) {
-    out.push_back({c.what, collective_of(c.op), static_cast<double>(c.bytes), c.count,
-                   c.overlaps == CostOverlap::backward});
-  }
-  return out;
-}
 
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node) {
   const ResolvedConfig& config = *run.config;
   RankDataCost out;
   out.plugin = config.parallel().data;
-  const StageModel whole = build_shape_model(config, *run.registry, run.model, run.mesh);
+  // Without tensor parallel the rank's model is the one prepare_run built for the partition.
+  const StageModel whole =
+      run.mesh.tp > 1 ? build_shape_model(config, *run.registry, run.model, run.mesh) : run.pipeline.shapes;
   out.rank = rank_parameters(whole, run.pipeline.partition, run.mesh.pp, pp_rank);
   const Precision precision = precision_from(config.train().dtype);
   CostQuery q;

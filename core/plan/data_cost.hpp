@@ -7,7 +7,6 @@
 #include <string>
 
 #include "plan/rank_parameters.hpp"
-#include "plan/step_time.hpp"
 #include "run/prepare.hpp"
 
 namespace plait {
@@ -21,10 +20,5 @@ struct RankDataCost {
 // Pipeline rank `pp_rank` of the prepared run, with `dp_per_node` of its data-parallel
 // group on one node (the whole group on this machine: dp).
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node);
-
-// The plugin's collectives as the step's time model takes them (a broadcast costed as the
-// all-gather of its buffer: each rank receives all of it once). Not yet placed by group:
-// a hybrid plugin's subgroup collectives are costed as the whole data-parallel group's.
-std::vector<CommOp> data_parallel_ops(const DataCost& cost);
 
 }  // namespace plait

@@ -21,31 +21,6 @@ std::vector<Gemm> attention_core(const RankShape& q) {
   return {{"scores", s, s, d, heads}, {"context", s, d, s, heads}};
 }
 
-}  // namespace
-
-std::vector<Gemm> block_forward_gemms(const RankShape& q) {
-  const ModelSpec& m = q.model;
-  PLAIT_CHECK(q.tp >= 1 && m.n_head % q.tp == 0 && m.ffn_hidden % q.tp == 0,
-              concat("tp ", q.tp, " does not split ", m.n_head, " heads and a hidden size of ", m.ffn_hidden), "");
-  const int64_t n = q.seq_len * q.micro_batch, h = m.n_embd, t = q.tp, f = m.ffn_hidden;
-  const int64_t kv = m.n_kv_head * m.head_dim();
-  std::vector<Gemm> out;
-  if (m.family == "llama") {
-    out = {{"qkv", n, (h + 2 * kv) / t, h}, {"o_proj", n, h, h / t}, {"gate_up", n, 2 * f / t, h}, {"down", n, h, f / t}};
-  } else {
-    out = {{"c_attn", n, 3 * h / t, h}, {"attn.c_proj", n, h, h / t}, {"c_fc", n, f / t, h}, {"mlp.c_proj", n, h, f / t}};
-  }
-  for (Gemm& g : attention_core(q)) out.push_back(std::move(g));
-  return out;
-}
-
-std::vector<Gemm> head_forward_gemms(const RankShape& q) {
-  const int64_t n = q.seq_len * q.micro_batch;
-  return {{"logits", n, q.model.vocab_size / q.tp, q.model.n_embd}};
-}
-
-namespace {
-
 // A microbatch's products on a rank: forward, backward (twice the forward) and the
 // shape's recomputation, each costed by `cost`.
 template <class Cost>
@@ -61,6 +36,26 @@ double microbatch_cost(const RankShape& q, int64_t blocks, bool with_head, Cost 
 }
 
 }  // namespace
+
+std::vector<Gemm> block_forward_gemms(const RankShape& q) {
+  const ModelSpec& m = q.model;
+  PLAIT_CHECK(q.tp >= 1 && m.n_head % q.tp == 0 && m.ffn_hidden % q.tp == 0,
+              concat("tp ", q.tp, " does not split ", m.n_head, " heads and a hidden size of ", m.ffn_hidden), "");
+  const int64_t n = q.tokens(), h = m.n_embd, t = q.tp, f = m.ffn_hidden;
+  const int64_t kv = m.n_kv_head * m.head_dim();
+  std::vector<Gemm> out;
+  if (m.family == "llama") {
+    out = {{"qkv", n, (h + 2 * kv) / t, h}, {"o_proj", n, h, h / t}, {"gate_up", n, 2 * f / t, h}, {"down", n, h, f / t}};
+  } else {
+    out = {{"c_attn", n, 3 * h / t, h}, {"attn.c_proj", n, h, h / t}, {"c_fc", n, f / t, h}, {"mlp.c_proj", n, h, f / t}};
+  }
+  for (Gemm& g : attention_core(q)) out.push_back(std::move(g));
+  return out;
+}
+
+std::vector<Gemm> head_forward_gemms(const RankShape& q) {
+  return {{"logits", q.tokens(), q.model.vocab_size / q.tp, q.model.n_embd}};
+}
 
 double microbatch_flops(const RankShape& q, int64_t blocks, bool with_head) {
   return microbatch_cost(q, blocks, with_head, [](const Gemm& g) { return g.flops(); });

@@ -17,6 +17,14 @@ double seconds(const Hardware& hw, Collective op, double bytes, const GroupPlace
   return static_cast<double>(count) * collective_seconds(hw, op, bytes, g);
 }
 
+// A microbatch's hidden state on a rank, whole: what tensor parallel's collectives move.
+double hidden_bytes(const RankShape& s) {
+  return static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
+}
+
+// Two neighbouring pipeline stages.
+GroupPlacement stage_pair(const Hardware& hw, const StepLayout& l) { return {2, stages_share_node(hw, l) ? 2 : 1}; }
+
 // Tensor parallel's collectives in a block's forward, backward and recomputation: the
 // two all-reduces of the hidden state each way (under sequence parallel an all-gather
 // before and a reduce-scatter after each half), and the forward's again under full
@@ -24,7 +32,7 @@ double seconds(const Hardware& hw, Collective op, double bytes, const GroupPlace
 double block_tp_seconds(const Hardware& hw, const StepLayout& l) {
   const RankShape& s = l.rank;
   const GroupPlacement tp = tensor_group(hw, l);
-  const double bytes = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
+  const double bytes = hidden_bytes(s);
   const int64_t passes = s.checkpointing == "full" ? 3 : 2;
   if (!s.sequence_parallel) return seconds(hw, Collective::all_reduce, bytes, tp, 2 * passes);
   return seconds(hw, Collective::all_gather, bytes, tp, 2 * passes) +
@@ -38,8 +46,9 @@ double end_tp_seconds(const Hardware& hw, const StepLayout& l, bool first, bool 
   if (s.tp == 1 || !s.vocab_parallel) return 0;
   const GroupPlacement tp = tensor_group(hw, l);
   double t = 0;
-  const double hidden = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
-  if (first) t += seconds(hw, s.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, hidden, tp, 1);
+  if (first) {
+    t += seconds(hw, s.sequence_parallel ? Collective::reduce_scatter : Collective::all_reduce, hidden_bytes(s), tp, 1);
+  }
   if (last) t += seconds(hw, Collective::all_reduce, static_cast<double>(s.tokens() * 4), tp, 3);
   return t;
 }
@@ -53,10 +62,8 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
   c.tp_comm = static_cast<double>(blocks) * block_tp_seconds(hw, l) + end_tp_seconds(hw, l, first, last);
   if (l.pp > 1) {
     // Each virtual stage receives a microbatch's activations and sends its gradient back.
-    const double part = static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element) /
-                        static_cast<double>(s.sequence_parallel ? s.tp : 1);
-    const GroupPlacement pair{2, stages_share_node(hw, l) ? 2 : 1};
-    c.pp_comm = seconds(hw, Collective::send, part, pair, 2 * l.virtual_stages);
+    const double part = hidden_bytes(s) / static_cast<double>(s.sequence_parallel ? s.tp : 1);
+    c.pp_comm = seconds(hw, Collective::send, part, stage_pair(hw, l), 2 * l.virtual_stages);
   }
   const double m = static_cast<double>(l.microbatches);
   return {c.compute * m, c.memory_bound * m, c.tp_comm * m, c.pp_comm * m};
@@ -86,7 +93,7 @@ double tied_embedding_seconds(const Hardware& hw, const StepLayout& l) {
   const RankShape& s = l.rank;
   if (l.pp == 1 || s.model.family != "gpt2") return 0;
   const double bytes = static_cast<double>(s.model.vocab_size * s.model.n_embd / s.tp * l.grad_bytes_per_element);
-  return collective_seconds(hw, Collective::all_reduce, bytes, {2, stages_share_node(hw, l) ? 2 : 1});
+  return collective_seconds(hw, Collective::all_reduce, bytes, stage_pair(hw, l));
 }
 
 }  // namespace

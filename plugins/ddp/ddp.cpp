@@ -40,12 +40,9 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
   // Whole parameters, gradients (the buckets) and AdamW moments in the parameters' dtype;
   // each bucket all-reduced once per step, during the last backward when overlap is on.
   plait::DataCost cost(const plait::CostQuery& q) const override {
+    plait::DataCost c{.state = plait::replicated_state(q)};
     std::vector<int64_t> bytes;
     for (const auto& p : *q.params) bytes.push_back(p.elements * q.param_bytes);
-    plait::DataCost c;
-    for (int64_t b : bytes) c.state.params += b;
-    c.state.grads = c.state.params;
-    c.state.optimizer = 2 * c.state.params;
     if (q.dp > 1) {
       for (const auto& group : bucket_indices(bytes, cap_bytes())) {
         int64_t sum = 0;

@@ -6,10 +6,7 @@ void make_communicators(ShardingContext& ctx, const DataParallelSetup& setup) {
   const ShardingOptions& o = ctx.options;
   Communicator* dp = setup.dp_group;
   const int dp_size = dp ? dp->size() : 1, dp_rank = dp ? dp->rank() : 0;
-  const int shard_size = o.shard_size > 0 ? static_cast<int>(o.shard_size) : dp_size;
-  PLAIT_CHECK(dp_size % shard_size == 0,
-              concat(o.plugin, ": shard_size ", o.shard_size, " does not divide the data-parallel degree ", dp_size),
-              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
+  const int shard_size = shard_count_of(o, dp_size);
   ctx.shard_comm = dp;
   if (dp != nullptr && shard_size < dp_size) {
     PLAIT_CHECK(setup.groups != nullptr, concat(o.plugin, ": hybrid sharding needs subgroups, and the runtime offers none"), "");
@@ -23,6 +20,14 @@ void make_communicators(ShardingContext& ctx, const DataParallelSetup& setup) {
   }
   ctx.shard_rank = ctx.shard_comm ? ctx.shard_comm->rank() : 0;
   ctx.shard_count = ctx.shard_comm ? ctx.shard_comm->size() : 1;
+}
+
+int shard_count_of(const ShardingOptions& o, int dp) {
+  const int shard_size = o.shard_size > 0 ? static_cast<int>(o.shard_size) : dp;
+  PLAIT_CHECK(dp % shard_size == 0,
+              concat(o.plugin, ": shard_size ", o.shard_size, " does not divide the data-parallel degree ", dp),
+              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
+  return shard_size;
 }
 
 void require_offload_fits(const ShardingOptions& options, const Offload& offload) {

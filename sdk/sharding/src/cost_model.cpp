@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "plait/sharding/context.hpp"
 #include "plait/sharding/group_plan.hpp"
 
 namespace plait::sharding {
@@ -59,10 +60,7 @@ void add_group_comm(std::vector<CommCost>& comm, const PlannedGroup& g, const Sh
 
 DataCost sharded_cost(const ShardingOptions& options, const CostQuery& q) {
   PLAIT_CHECK(q.params != nullptr && q.units != nullptr, concat(options.plugin, ": a cost query without parameters"), "");
-  const int64_t shard_count = options.shard_size > 0 ? options.shard_size : q.dp;
-  PLAIT_CHECK(q.dp % shard_count == 0,
-              concat(options.plugin, ": shard_size ", options.shard_size, " does not divide the data-parallel degree ", q.dp),
-              "choose a shard_size that divides parallel.dp, or 0 to shard across all of it");
+  const int64_t shard_count = shard_count_of(options, static_cast<int>(q.dp));
   std::vector<ParamShape> params;
   for (const CostParameter& p : *q.params) params.push_back({p.name, p.elements, p.decay, p.split});
   std::vector<UnitShape> units;

@@ -71,6 +71,16 @@ struct DataCost {
   std::vector<CommCost> comm;
 };
 
+// Parameters, gradients and AdamW's two moments, each whole in the parameters' dtype: what
+// a replicated strategy keeps (ReplicatedAdamW's state, replicated_adamw.hpp).
+inline StateBytes replicated_state(const CostQuery& q) {
+  StateBytes b;
+  for (const CostParameter& p : *q.params) b.params += p.elements * q.param_bytes;
+  b.grads = b.params;
+  b.optimizer = 2 * b.params;
+  return b;
+}
+
 class PLAIT_SDK_VISIBLE DataCostModel {
  public:
   static constexpr const char* kExtension = "plait.data_cost_model/1";

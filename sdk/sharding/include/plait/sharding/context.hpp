@@ -56,6 +56,10 @@ struct ShardingContext {
 // (hybrid, shard_size < dp) a shard group within and a replica group across.
 void make_communicators(ShardingContext& ctx, const DataParallelSetup& setup);
 
+// Ranks each group is sharded over: options.shard_size, or all `dp` of them when it is 0;
+// refuses a shard_size that does not divide dp.
+int shard_count_of(const ShardingOptions& options, int dp);
+
 // Parameters live where the optimizer updates them, and only sharded ones can move.
 void require_offload_fits(const ShardingOptions& options, const Offload& offload);
 
