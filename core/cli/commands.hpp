@@ -147,4 +147,15 @@ struct DebugArgs {
 };
 int debug_run(const DebugArgs& args);
 
+// plait plan --explain CONFIG [--hardware H] [--gpus N] [--set ...] [--json]: one config's
+// predicted memory per accelerator and step time by phase on a machine.
+struct PlanArgs {
+  std::string explain;              // the config
+  std::vector<std::string> sets;
+  std::string hardware = "h100-sxm";  // a shipped machine's name or a hardware file
+  std::optional<int64_t> gpus;      // keeps pp and tp, data parallel takes the rest
+  bool json = false;
+};
+int plan(const PlanArgs& args);
+
 }  // namespace plait::cli

@@ -103,6 +103,9 @@ struct Commands {
   CLI::App* sweep_cmd = nullptr;
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
+  PlanArgs plan_args;
+  std::optional<std::string> plan_gpus;
+  CLI::App* plan_cmd = nullptr;
   DebugArgs debug_args;
   std::optional<std::string> debug_wait;
   CLI::App* debug_cmd = nullptr;
@@ -198,6 +201,16 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.sweep_cmd->add_option("--repeats", c.sweep_repeats, "Runs of each combination, interleaved (default 1)");
   c.sweep_cmd->add_option("--steps", c.sweep_steps, "Steps of each run (default: the config's)");
   c.sweep_cmd->add_option("--out", c.sweep_args.out, "The sweep folder (default runs/sweep-<config>-<time>)");
+  c.plan_cmd = app.add_subcommand("plan", "Predict a config's memory per accelerator and step time by phase on a machine");
+  c.plan_cmd->add_option("--explain", c.plan_args.explain, "The config to explain (TOML)")->required();
+  c.plan_cmd->add_option("--set", c.plan_args.sets, "Override a value: table.key=value (repeatable)")
+      ->allow_extra_args(false);
+  c.plan_cmd->add_option("--hardware", c.plan_args.hardware,
+                         "A machine in configs/hardware (a100-80g, h100-sxm, h200-sxm, b200) or a hardware file "
+                         "(default h100-sxm)");
+  c.plan_cmd->add_option("--gpus", c.plan_gpus, "Accelerators: the config's pp and tp, data parallel the rest "
+                                                "(default: the config's mesh)");
+  c.plan_cmd->add_flag("--json", c.plan_args.json, "Machine-readable output");
   c.debug_cmd = app.add_subcommand("debug", "Name the rank a hang or desync comes from, from the ranks' flight records");
   c.debug_cmd->add_option("run", c.debug_args.run, "The run folder (a running job's ranks are asked for fresh records)")
       ->required();
@@ -260,6 +273,10 @@ int dispatch(CLI::App& app, Commands& c) {
     c.sweep_args.steps = integer_flag("--steps", c.sweep_steps, 1, int64_t{1} << 53);
     c.sweep_args.repeats = static_cast<int>(integer_flag("--repeats", c.sweep_repeats, 1, 1000).value_or(1));
     return sweep(c.sweep_args);
+  }
+  if (*c.plan_cmd) {
+    c.plan_args.gpus = integer_flag("--gpus", c.plan_gpus, 1, int64_t{1} << 24);
+    return plan(c.plan_args);
   }
   if (*c.debug_cmd) {
     c.debug_args.wait_s = positive_number_flag("--wait", c.debug_wait).value_or(c.debug_args.wait_s);

@@ -195,6 +195,8 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
     try {
       restarts.started();
       supervise(spec, core_log());
+      // A job that ends between two supervisor ticks has not had its first step timed yet.
+      if (attempt > 0) restarts.poll_first_step(*job);
       break;
     } catch (const JobStopped& stopped) {
       // The others are stopping too, and get the time to say so; a node already lost does not.

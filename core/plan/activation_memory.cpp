@@ -63,6 +63,13 @@ int64_t split_elements(const RankShape& q, const Dims& d) {
   return d.tokens * d.h + keys_values + attention_out + 4 * d.tokens * d.ffn;
 }
 
+// The elements of a block's product weights on this rank (column parts and their biases
+// split over tp, row parts split and their biases whole): what autocast casts.
+int64_t block_weight_elements(const Dims& d) {
+  if (d.llama) return (2 * d.h * d.h + 2 * d.h * d.kv + 3 * d.h * d.ffn) / d.tp;
+  return (4 * d.h * d.h + 2 * d.h * d.ffn + 3 * d.h + d.ffn) / d.tp + 2 * d.h;
+}
+
 int64_t block_bytes(const RankShape& q, const Dims& d) {
   if (q.checkpointing == "full") return d.on_part * d.h * d.e;  // the block's output, the next one's input
   // On the sequence part: the two norms, the residual after attention, the block's output.
@@ -70,7 +77,7 @@ int64_t block_bytes(const RankShape& q, const Dims& d) {
   bytes += split_elements(q, d) / d.tp * d.e;
   if (q.model.dropout > 0) bytes += 2 * d.on_part * d.h * kMaskBytes;
   if (q.checkpointing != "selective") bytes += attention_core_bytes(q, d);
-  return bytes;
+  return bytes + block_weight_elements(d) * q.weight_copy_bytes_per_element;
 }
 
 int64_t embedding_bytes(const RankShape& q, const Dims& d) {
@@ -90,7 +97,8 @@ int64_t head_bytes(const RankShape& q, const Dims& d) {
   } else {
     bytes += 2 * d.tokens * d.vocab * d.e;  // the logits and log_softmax's output
   }
-  return bytes;
+  const int64_t vocab_here = d.tp > 1 && q.vocab_parallel ? d.vocab / d.tp : d.vocab;
+  return bytes + vocab_here * d.h * q.weight_copy_bytes_per_element;
 }
 
 }  // namespace

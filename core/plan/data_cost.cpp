@@ -21,12 +21,16 @@ void ask_offload(const PreparedRun& run, CostQuery& q) {
 }  // namespace
 
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node) {
+  // Without tensor parallel the rank's model is the one prepare_run built for the partition.
+  const StageModel whole =
+      run.mesh.tp > 1 ? build_shape_model(*run.config, *run.registry, run.model, run.mesh) : run.pipeline.shapes;
+  return plan_data_cost(run, whole, pp_rank, dp_per_node);
+}
+
+RankDataCost plan_data_cost(const PreparedRun& run, const StageModel& whole, int64_t pp_rank, int64_t dp_per_node) {
   const ResolvedConfig& config = *run.config;
   RankDataCost out;
   out.plugin = config.parallel().data;
-  // Without tensor parallel the rank's model is the one prepare_run built for the partition.
-  const StageModel whole =
-      run.mesh.tp > 1 ? build_shape_model(config, *run.registry, run.model, run.mesh) : run.pipeline.shapes;
   out.rank = rank_parameters(whole, run.pipeline.partition, run.mesh.pp, pp_rank);
   const Precision precision = precision_from(config.train().dtype);
   CostQuery q;

@@ -20,5 +20,8 @@ struct RankDataCost {
 // Pipeline rank `pp_rank` of the prepared run, with `dp_per_node` of its data-parallel
 // group on one node (the whole group on this machine: dp).
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node);
+// The same for the rank's model already built (build_shape_model): a planner asking for
+// every pipeline rank builds it once.
+RankDataCost plan_data_cost(const PreparedRun& run, const StageModel& whole, int64_t pp_rank, int64_t dp_per_node);
 
 }  // namespace plait

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "pipeline/pipeline_plan.hpp"
 #include "plait/sdk/pipeline.hpp"
+#include "plan/activation_memory.hpp"
 
 namespace plait {
 
@@ -13,5 +15,9 @@ namespace plait {
 // (`stage_bytes[stage]`) until that microbatch's backward of the stage, as the pipeline
 // executor counts them.
 int64_t peak_held_bytes(const std::vector<Action>& rank_actions, const std::vector<int64_t>& stage_bytes);
+
+// Each virtual stage's bytes: its units' (the embedding with the first stage, the head
+// with the last).
+std::vector<int64_t> stage_activation_bytes(const PipelinePlan& pipeline, const ActivationBytes& per);
 
 }  // namespace plait

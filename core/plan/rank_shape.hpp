@@ -18,6 +18,9 @@ struct RankShape {
   std::string checkpointing = "none";  // "none" | "full" | "selective"
   int64_t activation_bytes_per_element = 4;  // the dtype activations are kept in
   int64_t stat_bytes_per_element = 4;        // layer norms' mean and rstd, attention's log-sum-exp
+  // Autocast's bf16 casts of the products' weights, which each forward keeps for its
+  // backward (2 under train.dtype = bfloat16, 0 where the weights are used as they are).
+  int64_t weight_copy_bytes_per_element = 0;
 
   int64_t tokens() const { return seq_len * micro_batch; }
 };

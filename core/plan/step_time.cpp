@@ -69,19 +69,25 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
   return {c.compute * m, c.memory_bound * m, c.tp_comm * m, c.pp_comm * m};
 }
 
-// The data plugin's collectives; one that overlaps the backward hides behind the last
-// microbatch's.
-double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double last_backward) {
+// The data plugin's collectives. One that overlaps a pass hides behind that pass's
+// compute: a collective issued once a step behind the last microbatch's, one issued per
+// microbatch behind as many microbatches' (ops share what their pass can hide).
+double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double forward_per_mb,
+                    double backward_per_mb) {
   const GroupPlacement dp = data_group(hw, l);
-  double hidden_by = last_backward, exposed = 0;
+  const auto m = static_cast<double>(l.microbatches);
+  double forward_left = forward_per_mb * m, backward_left = backward_per_mb * m, exposed = 0;
   for (const CommOp& op : ops) {
     const double t = seconds(hw, op.op, op.bytes, dp, op.count);
-    if (!op.overlaps_backward) {
+    if (!op.overlaps_backward && !op.overlaps_forward) {
       exposed += t;
       continue;
     }
-    const double hidden = std::min(t, hidden_by);
-    hidden_by -= hidden;
+    double& left = op.overlaps_backward ? backward_left : forward_left;
+    const double per_mb = op.overlaps_backward ? backward_per_mb : forward_per_mb;
+    const double window = std::min(left, per_mb * std::min(m, static_cast<double>(op.count)));
+    const double hidden = std::min(t, window);
+    left -= hidden;
     exposed += t - hidden;
   }
   return exposed;
@@ -132,8 +138,8 @@ StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const Kern
   // The schedule idles its share of the makespan on a typical (headless) rank.
   const RankCost typical = l.pp > 2 ? rank_cost(hw, l, kernels, false, false) : first;
   p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
-  const double last_backward = busiest.compute * 2.0 / 3.0 / static_cast<double>(l.microbatches);
-  p.dp_comm = data_seconds(hw, l, data_ops, last_backward);
+  const double per_mb = busiest.compute / static_cast<double>(l.microbatches);
+  p.dp_comm = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0);
   p.optimizer = optimizer_bytes / (hw.memory_gbps * 1e9 * hw.memory_efficiency);
   return p;
 }

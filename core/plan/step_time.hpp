@@ -32,7 +32,8 @@ struct CommOp {
   Collective op = Collective::all_reduce;
   double bytes = 0;  // the full buffer (collective_time.hpp)
   int64_t count = 1;
-  bool overlaps_backward = false;  // issued while the last microbatch's backward runs
+  bool overlaps_backward = false;  // issued while a backward runs (once a step: the last microbatch's)
+  bool overlaps_forward = false;   // issued while a forward runs (prefetched gathers)
 };
 
 struct StepPhases {
@@ -43,7 +44,8 @@ struct StepPhases {
   double bubble = 0;        // the schedule's idle share of the step
   double dp_comm = 0;       // the data plugin's collectives, where the backward does not hide them
   double optimizer = 0;     // the optimizer's step over the rank's state
-  double total() const { return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm + optimizer; }
+  double offload = 0;       // host transfers and the host's optimizer step (an offload plugin's)
+  double total() const { return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm + optimizer + offload; }
 };
 
 // Where the layout's groups fall on the machine's nodes.

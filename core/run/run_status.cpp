@@ -27,6 +27,12 @@ std::atomic<int64_t> g_last_step{0};
 
 int64_t last_step_ended() { return g_last_step.load(); }
 
+namespace {
+std::atomic<bool> g_every_step{false};
+}  // namespace
+
+void write_every_step_from_now() { g_every_step.store(true); }
+
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
@@ -86,6 +92,7 @@ namespace {
 // later write only carries its step into the failed record.
 std::mutex g_status_mutex;
 std::map<std::string, RunStatusRecord> g_failed;
+std::map<std::string, int64_t> g_running_step;  // the highest step written as "running", by folder
 
 bool said_failed(const std::string& folder) {
   const std::lock_guard<std::mutex> lock(g_status_mutex);
@@ -102,6 +109,10 @@ void write_run_status(const std::string& folder, RunStatusRecord record) {
     record = failed->second;
   } else if (record.state == "failed") {
     g_failed[folder] = record;
+  } else if (record.state == "running") {
+    int64_t& highest = g_running_step[folder];
+    if (g_every_step.load() && record.step < highest) return;  // the main thread got further than a stop notice's thread
+    highest = record.step;
   }
   record.updated = utc_now();
   record.pid = ::getpid();
@@ -136,10 +147,12 @@ void RunStatus::restarting(int64_t restarts, const std::string& reason) {
 
 void RunStatus::running(int64_t step, bool now_please) {
   record_.step = step;
+  // Stored before the flag is read: a stop notice's thread sets the flag before it reads
+  // the step, so either it sees this step or this thread sees the flag and writes it.
   g_last_step.store(std::max(g_last_step.load(), step));
   if (first_step_hook_) std::exchange(first_step_hook_, nullptr)(step);
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-  const bool due = now_please || step >= record_.steps || now - last_write_ns_ >= 1'000'000'000;
+  const bool due = now_please || g_every_step.load() || step >= record_.steps || now - last_write_ns_ >= 1'000'000'000;
   if (!due && !said_failed(folder_)) return;
   last_write_ns_ = now;
   write("running", "");

@@ -47,6 +47,12 @@ void write_run_status(const std::string& folder, RunStatusRecord record);
 // process that is stopped reports.
 int64_t last_step_ended();
 
+// From a stop signal on, every step this process sees end is written at once, and a
+// "running" write never takes the file's step back: a step whose metrics line the main
+// thread writes while the stop notice's thread says how far the run got is not lost
+// between the two. Call it before reading last_step_ended().
+void write_every_step_from_now();
+
 // A writer that keeps one run's status current. State "restarting": the job failed and
 // its launchers are starting it again (reason: why).
 class RunStatus {

@@ -68,6 +68,7 @@ void watch(StopNotice notice) {
   // Under plait's launcher the launcher writes how the run ended, unless it is the one that
   // died; this rank's last step goes first, for the launcher's status to keep.
   if (!notice.status_folder.empty()) {
+    write_every_step_from_now();
     try {
       RunStatus status(notice.status_folder, read_run_status(notice.status_folder).value_or(RunStatusRecord{}).steps);
       if (launcher_gone || !notice.launcher_parent) {

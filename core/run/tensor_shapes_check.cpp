@@ -49,9 +49,10 @@ void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& reg
 }
 
 StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
-                             const MeshShape& mesh) {
+                             const MeshShape& mesh, int64_t* sequence_shards) {
   const Options& parallel = config.table("parallel");
   const std::string& name = config.parallel().tensor;
+  if (sequence_shards != nullptr) *sequence_shards = 1;
   if (name == "none" || mesh.tp == 1) return build_meta_model(model);
   StepMetrics metrics;
   auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics}, {0, static_cast<int>(mesh.world())});
@@ -60,6 +61,7 @@ StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry&
   ShapeOnlyGroup group(mesh.tp);
   return at_place(parallel.where("tp"), [&] {
     std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.tp_group = &group});
+    if (sequence_shards != nullptr) *sequence_shards = factory->sequence_shards();
     return build_model(model, *factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
   });
 }

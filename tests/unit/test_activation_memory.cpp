@@ -99,24 +99,6 @@ TEST_CASE("the activation model refuses a family it does not model, naming it", 
   CHECK_THROWS_WITH(predict_activation_bytes(q), Contains("the activation model knows gpt2 and llama blocks, not mamba"));
 }
 
-namespace {
-
-// Each virtual stage's bytes: its units' (the embedding with the first, the head with the last).
-std::vector<int64_t> stage_bytes(const PipelinePlan& pipeline, const ActivationBytes& per) {
-  std::vector<int64_t> bytes;
-  for (const auto& units : pipeline.partition.units_of) {
-    int64_t sum = 0;
-    for (std::size_t u : units) {
-      const UnitKind kind = pipeline.shapes.units[u].kind;
-      sum += kind == UnitKind::embedding ? per.embedding : kind == UnitKind::head ? per.head : per.per_block;
-    }
-    bytes.push_back(sum);
-  }
-  return bytes;
-}
-
-}  // namespace
-
 TEST_CASE("a pipeline rank's predicted peak is what its schedule keeps in flight, as measured: 1f1b, gpipe, interleaved",
           "[plan]") {
   for (const std::string schedule : {"1f1b", "gpipe", "interleaved-1f1b"}) {
@@ -134,7 +116,7 @@ TEST_CASE("a pipeline rank's predicted peak is what its schedule keeps in flight
     q.model.n_layer = 4;
     q.seq_len = 64;
     q.micro_batch = 8;
-    const std::vector<int64_t> bytes = stage_bytes(pipeline, predict_activation_bytes(q));
+    const std::vector<int64_t> bytes = stage_activation_bytes(pipeline, predict_activation_bytes(q));
     for (const auto& rank : ranks) {
       const int64_t pp_rank = rank.at("rank").get<int64_t>();
       const int64_t measured = rank.at("activation_bytes").get<int64_t>();

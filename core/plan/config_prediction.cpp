@@ -1,0 +1,186 @@
+#include "plan/config_prediction.hpp"
+
+#include <algorithm>
+
+#include "data/make_sampler.hpp"
+#include "plait/sdk/cost_model.hpp"
+#include "plait/sdk/error.hpp"
+#include "plan/activation_memory.hpp"
+#include "plan/data_cost.hpp"
+#include "plan/held_in_flight.hpp"
+#include "plan/layer_kernels.hpp"
+#include "run/tensor_shapes_check.hpp"
+
+namespace plait {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The embedding's weight split over tp: megatron's vocab-parallel embedding and loss.
+bool vocab_parallel(const StageModel& whole) {
+  for (const UnitSlot& slot : whole.units) {
+    if (slot.kind != UnitKind::embedding) continue;
+    for (const ParamRef& p : StageModel{{slot}}.parameters()) {
+      if (p.split.dim >= 0) return true;
+    }
+  }
+  return false;
+}
+
+RankShape rank_shape(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards) {
+  const ResolvedConfig& config = *run.config;
+  RankShape q;
+  q.model = run.model;
+  q.seq_len = resolve_seq_len(config.table("data"), run.model);
+  q.micro_batch = config.data().micro_batch_size;
+  q.tp = run.mesh.tp;
+  q.sequence_parallel = sequence_shards > 1;
+  q.vocab_parallel = vocab_parallel(whole);
+  q.checkpointing = config.train().activation_checkpointing;
+  const std::string& dtype = config.train().dtype;
+  q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
+  q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
+  q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
+  return q;
+}
+
+Collective collective_of(CostCollective op) {
+  switch (op) {
+    case CostCollective::all_reduce: return Collective::all_reduce;
+    case CostCollective::reduce_scatter: return Collective::reduce_scatter;
+    // A broadcast moves what an all-gather's output holds, over a tree or a ring alike.
+    case CostCollective::all_gather:
+    case CostCollective::broadcast: return Collective::all_gather;
+  }
+  return Collective::all_reduce;
+}
+
+std::vector<CommOp> comm_ops(const DataCost& cost) {
+  std::vector<CommOp> ops;
+  for (const CommCost& c : cost.comm) {
+    ops.push_back({c.what, collective_of(c.op), static_cast<double>(c.bytes), c.count,
+                   c.overlaps == CostOverlap::backward, c.overlaps == CostOverlap::forward});
+  }
+  return ops;
+}
+
+// The optimizer's step reads the parameters, gradients and moments on the device and
+// writes the parameters and moments back.
+double optimizer_bytes(const StateBytes& s) {
+  return static_cast<double>(2 * s.params + s.grads + 2 * s.optimizer);
+}
+
+// An offload plugin's step: what lives in host memory crosses the host link once a step
+// (parameters up, gradients down; with the optimizer on the host and the parameters on
+// the device, the gradients go down and the updated parameters come back up), and the
+// host's AdamW goes through the state it keeps.
+double offload_seconds(const Hardware& hw, const StateBytes& s) {
+  if (s.host_params + s.host_grads + s.host_optimizer == 0) return 0;
+  double moved = static_cast<double>(s.host_params + s.host_grads);
+  if (s.host_optimizer > 0) {
+    if (s.host_grads == 0) moved += static_cast<double>(s.grads);
+    if (s.host_params == 0) moved += static_cast<double>(s.params);
+  }
+  const double step_bytes = static_cast<double>(s.host_optimizer + s.host_params + s.host_grads);
+  return moved / (hw.host_link_gbps * 1e9) + (s.host_optimizer > 0 ? step_bytes / (hw.host_adam_gbps * 1e9) : 0.0);
+}
+
+// The peak the products are measured against: bf16 under autocast, else fp32's.
+Hardware at_dtype_peak(const Hardware& hw, const std::string& dtype) {
+  PLAIT_CHECK(dtype != "float64", "train.dtype = \"float64\": a hardware file gives bf16 and fp32 peaks only",
+              "plan the run in bfloat16 or float32 (--set train.dtype=bfloat16)");
+  Hardware at = hw;
+  if (dtype != "bfloat16") at.peak_bf16_tflops = hw.peak_fp32_tflops;
+  return at;
+}
+
+StepLayout layout_of(const PreparedRun& run, const RankShape& shape) {
+  const ScheduleSpec& spec = run.pipeline.schedule.spec;
+  StepLayout l;
+  l.rank = shape;
+  l.dp = run.mesh.dp;
+  l.pp = run.mesh.pp;
+  l.virtual_stages = run.mesh.pp > 1 ? spec.stages_per_rank : 1;
+  l.microbatches = run.config->train().grad_accum;
+  l.idle_share = run.mesh.pp > 1 ? run.pipeline.schedule.ideal_idle_share.value_or(
+                                       run.pipeline.schedule.simulated.idle_fraction.front())
+                                 : 0.0;
+  l.grad_bytes_per_element = run.config->train().dtype == "float64" ? 8 : 4;
+  return l;
+}
+
+RankMemory rank_memory(const PreparedRun& run, const StageModel& whole, int64_t pp_rank, int64_t dp_per_node,
+                       const std::vector<int64_t>& stage_bytes, DataCost& cost) {
+  RankDataCost asked = plan_data_cost(run, whole, pp_rank, dp_per_node);
+  PLAIT_CHECK(asked.cost.has_value(),
+              concat("data plugin '", asked.plugin, "' has no cost model (plait::DataCostModel, plugin API 12.3)"),
+              "a plugin built for 12.2 or before runs but cannot be planned; rebuild it against the current SDK and "
+              "implement DataCostModel (sdk/include/plait/sdk/cost_model.hpp)");
+  cost = *asked.cost;
+  RankMemory m;
+  m.pp_rank = pp_rank;
+  m.state = cost.state;
+  m.transient = cost.transient_bytes;
+  m.activations = peak_held_bytes(run.pipeline.schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
+  return m;
+}
+
+}  // namespace
+
+bool ConfigPrediction::fits() const { return why_not().empty(); }
+
+std::string ConfigPrediction::why_not() const {
+  const RankMemory& r = ranks.at(busiest);
+  if (static_cast<double>(r.device()) > usable_bytes) {
+    return concat("pipeline rank ", r.pp_rank, " needs ", r.device() / kGiB, " GiB of the ", usable_bytes / kGiB,
+                  " GiB an accelerator can hold");
+  }
+  for (const RankMemory& m : ranks) {
+    if (static_cast<double>(m.host()) > host_bytes_per_rank) {
+      return concat("pipeline rank ", m.pp_rank, " needs ", static_cast<double>(m.host()) / kGiB,
+                    " GiB of host memory, of the ", host_bytes_per_rank / kGiB, " GiB its node has for each rank");
+    }
+  }
+  return "";
+}
+
+ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw) {
+  const ResolvedConfig& config = *run.config;
+  ConfigPrediction p;
+  p.data_plugin = config.parallel().data;
+  p.schedule = run.pipeline.schedule.plugin;
+  p.checkpointing = config.train().activation_checkpointing;
+  p.dtype = config.train().dtype;
+  p.dp = run.mesh.dp;
+  p.pp = run.mesh.pp;
+  p.tp = run.mesh.tp;
+  const Hardware at_peak = at_dtype_peak(hw, p.dtype);
+  int64_t sequence_shards = 1;
+  const StageModel whole = build_shape_model(config, *run.registry, run.model, run.mesh, &sequence_shards);
+  const RankShape shape = rank_shape(run, whole, sequence_shards);
+  p.sequence_parallel = shape.sequence_parallel;
+  p.layout = layout_of(run, shape);
+  const std::vector<int64_t> stage_bytes = stage_activation_bytes(run.pipeline, predict_activation_bytes(shape));
+  const int64_t dp_per_node = data_group(hw, p.layout).per_node;
+  DataCost busiest_cost;
+  for (int64_t r = 0; r < p.pp; ++r) {
+    DataCost cost;
+    p.ranks.push_back(rank_memory(run, whole, r, dp_per_node, stage_bytes, cost));
+    if (p.ranks.back().device() > p.ranks[p.busiest].device() || r == 0) {
+      p.busiest = static_cast<std::size_t>(r);
+      busiest_cost = cost;
+    }
+  }
+  p.usable_bytes = hw.usable_memory_bytes();
+  p.host_bytes_per_rank = hw.host_memory_gib * kGiB / static_cast<double>(std::min(p.gpus(), hw.gpus_per_node));
+  p.data_ops = comm_ops(busiest_cost);
+  const RankMemory& busiest = p.ranks[p.busiest];
+  p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops, optimizer_bytes(busiest.state));
+  p.phases.offload = offload_seconds(hw, busiest.state);
+  p.tokens_per_step = static_cast<double>(p.layout.global_batch() * shape.seq_len);
+  p.tokens_per_s_per_gpu = p.tokens_per_step / p.phases.total() / static_cast<double>(p.gpus());
+  p.mfu = flops_per_token(run.model, shape.seq_len) * p.tokens_per_s_per_gpu / (at_peak.peak_bf16_tflops * 1e12);
+  return p;
+}
+
+}  // namespace plait

@@ -1,0 +1,117 @@
+// plait plan --explain: one config's predicted memory and step time on a machine, as text
+// and as JSON, the same figures the planner computes; --gpus, and the refusals.
+#include <cmath>
+#include <set>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "plan/config_prediction.hpp"
+#include "run/prepare.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<std::string> explain_args(const std::vector<std::string>& sets, const std::vector<std::string>& more) {
+  std::vector<std::string> args = {"plan", "--explain", source_path("configs/quickstart.toml")};
+  for (const std::string& s : sets) args.insert(args.end(), {"--set", s});
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+nlohmann::json explain_json(const std::vector<std::string>& sets, const std::vector<std::string>& more) {
+  std::vector<std::string> flags = more;
+  flags.push_back("--json");
+  const ProcessResult r = run_plait(explain_args(sets, flags));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto start = r.output.find("{\n");
+  REQUIRE(start != std::string::npos);
+  return nlohmann::json::parse(r.output.substr(start));
+}
+
+}  // namespace
+
+TEST_CASE("plait plan --explain gives the planner's figures for a config, as text and as JSON", "[plan]") {
+  const std::vector<std::string> sets = {"parallel.data=zero", "zero.stage=3", "train.grad_accum=2"};
+  const nlohmann::json j = explain_json(sets, {"--hardware", "a100-80g"});
+  const ConfigPrediction p =
+      predict_config(prepare_run(source_path("configs/quickstart.toml"), sets), load_hardware("a100-80g"));
+  CHECK(j.at("hardware") == "a100-80g");
+  CHECK(j.at("gpus").get<int64_t>() == 2);
+  CHECK(j.at("data") == "zero");
+  CHECK(j.at("fits").get<bool>());
+  CHECK(j.at("ranks").at(0).at("device_bytes").get<int64_t>() == p.ranks.at(0).device());
+  CHECK(j.at("ranks").at(0).at("activation_bytes").get<int64_t>() == p.ranks.at(0).activations);
+  CHECK(j.at("phases").at("step_ms").get<double>() == Approx(p.phases.total() * 1e3).epsilon(1e-12));
+  // The step's tokens are the global batch's: dp 2 x 2 microbatches x 8 rows x 64 tokens.
+  CHECK(j.at("tokens_per_step").get<double>() == 2048.0);
+  const double step_s = j.at("phases").at("step_ms").get<double>() / 1e3;
+  CHECK(j.at("tokens_per_s_per_gpu").get<double>() == Approx(2048.0 / step_s / 2));
+  double phases = 0;
+  for (const auto& [name, ms] : j.at("phases").items()) {
+    if (name != "step_ms") phases += ms.get<double>();
+  }
+  CHECK(phases == Approx(j.at("phases").at("step_ms").get<double>()));
+  // zero 3 gathers ahead of the forward and reduce-scatters under the backward: its
+  // collectives are in the step, each with what it may hide under.
+  std::set<std::string> overlaps;
+  for (const auto& op : j.at("data_ops")) overlaps.insert(op.at("overlaps").get<std::string>());
+  CHECK(overlaps == std::set<std::string>{"backward", "forward"});
+
+  const ProcessResult text = run_plait(explain_args(sets, {"--hardware", "a100-80g"}));
+  INFO(text.output);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Contains("on 2 x a100-80g (") && Contains("dp 2 x pp 1 x tp 1; data 'zero'") &&
+                              Contains("memory per accelerator (pipeline rank 0, the fullest)") && Contains("activations held") &&
+                              Contains(" usable: fits") && Contains("data parallel comm (exposed)") &&
+                              Contains("tokens/s per accelerator; MFU "));
+}
+
+TEST_CASE("plait plan --gpus gives data parallel the rest of the accelerators: zero 3's shards shrink with it",
+          "[plan]") {
+  const std::vector<std::string> sets = {"parallel.data=zero", "zero.stage=3", "parallel.pipeline=1f1b",
+                                         "parallel.pp=2", "parallel.dp=1", "train.grad_accum=2"};
+  const nlohmann::json two = explain_json(sets, {"--hardware", "h100-sxm"});
+  const nlohmann::json many = explain_json(sets, {"--hardware", "h100-sxm", "--gpus", "64"});
+  CHECK(many.at("dp").get<int64_t>() == 32);
+  CHECK(many.at("pp").get<int64_t>() == 2);
+  REQUIRE(many.at("ranks").size() == 2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    const auto whole = two.at("ranks").at(r).at("param_bytes").get<double>();
+    const auto shard = many.at("ranks").at(r).at("param_bytes").get<double>();
+    INFO("pipeline rank " << r << ": " << whole << " bytes unsharded, " << shard << " in 32 shards");
+    CHECK(std::abs(shard * 32 - whole) <= 0.02 * whole);  // padding to the shard count aside
+  }
+  // Each step now moves 32 times the tokens.
+  CHECK(many.at("tokens_per_step").get<double>() == 32 * two.at("tokens_per_step").get<double>());
+}
+
+TEST_CASE("plait plan --explain says what does not fit, and refuses what it cannot plan", "[plan]") {
+  const nlohmann::json big = explain_json({"model.family=llama", "model.size=7b", "parallel.data=single",
+                                           "parallel.dp=1", "data.seq_len=4096", "model.block_size=4096"},
+                                          {"--hardware", "a100-80g"});
+  CHECK_FALSE(big.at("fits").get<bool>());
+  CHECK_THAT(big.at("why_not").get<std::string>(),
+             Contains("pipeline rank 0 needs ") && Contains(" GiB of the 78 GiB an accelerator can hold"));
+
+  const ProcessResult odd = run_plait(explain_args({"parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1",
+                                                    "train.grad_accum=2"},
+                                                   {"--gpus", "7"}));
+  CHECK(odd.exit_code == 1);
+  CHECK_THAT(odd.output, Contains("--gpus 7: the config's pp 2 x tp 1 = 2 does not divide it") &&
+                             Contains("give a multiple of 2"));
+  const ProcessResult f64 = run_plait(explain_args({"train.dtype=float64"}, {}));
+  CHECK(f64.exit_code == 1);
+  CHECK_THAT(f64.output, Contains("train.dtype = \"float64\": a hardware file gives bf16 and fp32 peaks only"));
+  const ProcessResult nowhere = run_plait(explain_args({}, {"--hardware", "tpu-v9"}));
+  CHECK(nowhere.exit_code == 1);
+  CHECK_THAT(nowhere.output, Contains("tpu-v9"));
+  const ProcessResult no_gpus = run_plait(explain_args({}, {"--gpus", "0"}));
+  CHECK(no_gpus.exit_code != 0);
+  CHECK_THAT(no_gpus.output, Contains("--gpus"));
+}
