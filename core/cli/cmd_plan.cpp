@@ -1,19 +1,25 @@
-// plait plan --explain CONFIG: one config's predicted memory per accelerator and step time
-// by phase on a machine, from the plugins' own cost models and the core's.
+// plait plan: the fastest strategy that fits a model on N accelerators (--model), or one
+// config's predicted memory per accelerator and step time by phase (--explain), from the
+// plugins' own cost models and the core's.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.hpp"
+#include "cli/plan_report.hpp"
+#include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
-#include "plan/config_prediction.hpp"
-#include "plan/hardware.hpp"
+#include "plan/plan_search.hpp"
 #include "run/prepare.hpp"
-#include "util/human_bytes.hpp"
+#include "run/run_folder.hpp"
+#include "util/search_path.hpp"
 
 namespace plait::cli {
 namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kDefaultGlobalBatch = 512;
 
 // --gpus N keeps the config's pp and tp and gives data parallel the rest.
 std::vector<std::string> with_gpus(const PlanArgs& args) {
@@ -29,110 +35,7 @@ std::vector<std::string> with_gpus(const PlanArgs& args) {
   return sets;
 }
 
-nlohmann::ordered_json phases_json(const StepPhases& s) {
-  return {{"compute_ms", s.compute * 1e3},  {"memory_bound_ms", s.memory_bound * 1e3}, {"tp_comm_ms", s.tp_comm * 1e3},
-          {"pp_comm_ms", s.pp_comm * 1e3},  {"bubble_ms", s.bubble * 1e3},             {"dp_comm_ms", s.dp_comm * 1e3},
-          {"optimizer_ms", s.optimizer * 1e3}, {"offload_ms", s.offload * 1e3},        {"step_ms", s.total() * 1e3}};
-}
-
-nlohmann::ordered_json rank_json(const RankMemory& m) {
-  return {{"pp_rank", m.pp_rank},
-          {"param_bytes", m.state.params},
-          {"grad_bytes", m.state.grads},
-          {"optimizer_bytes", m.state.optimizer},
-          {"transient_bytes", m.transient},
-          {"activation_bytes", m.activations},
-          {"device_bytes", m.device()},
-          {"host_param_bytes", m.state.host_params},
-          {"host_grad_bytes", m.state.host_grads},
-          {"host_optimizer_bytes", m.state.host_optimizer}};
-}
-
-nlohmann::ordered_json prediction_json(const ConfigPrediction& p, const Hardware& hw, const std::string& config) {
-  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-  for (const RankMemory& m : p.ranks) ranks.push_back(rank_json(m));
-  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
-  for (const CommOp& op : p.data_ops) {
-    ops.push_back({{"what", op.what}, {"bytes", op.bytes}, {"count", op.count},
-                   {"overlaps", op.overlaps_backward ? "backward" : op.overlaps_forward ? "forward" : "none"}});
-  }
-  return {{"config", config},
-          {"hardware", hw.id},
-          {"gpus", p.gpus()},
-          {"dp", p.dp},
-          {"pp", p.pp},
-          {"tp", p.tp},
-          {"data", p.data_plugin},
-          {"schedule", p.schedule},
-          {"sequence_parallel", p.sequence_parallel},
-          {"checkpointing", p.checkpointing},
-          {"dtype", p.dtype},
-          {"micro_batch", p.layout.rank.micro_batch},
-          {"microbatches", p.layout.microbatches},
-          {"seq_len", p.layout.rank.seq_len},
-          {"fits", p.fits()},
-          {"why_not", p.why_not()},
-          {"usable_bytes", p.usable_bytes},
-          {"busiest_pp_rank", p.ranks[p.busiest].pp_rank},
-          {"ranks", ranks},
-          {"data_ops", ops},
-          {"phases", phases_json(p.phases)},
-          {"tokens_per_step", p.tokens_per_step},
-          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
-          {"mfu", p.mfu}};
-}
-
-void print_memory(const ConfigPrediction& p) {
-  const RankMemory& m = p.ranks[p.busiest];
-  std::printf("memory per accelerator (pipeline rank %lld, the fullest):\n", static_cast<long long>(m.pp_rank));
-  const std::pair<const char*, int64_t> rows[] = {{"parameters", m.state.params},
-                                                   {"gradients", m.state.grads},
-                                                   {"optimizer state", m.state.optimizer},
-                                                   {"data plugin's transient", m.transient},
-                                                   {"activations held", m.activations}};
-  for (const auto& [what, bytes] : rows) std::printf("  %-26s %12s\n", what, human_bytes(bytes).c_str());
-  std::printf("  %-26s %12s of %s usable: %s\n", "total", human_bytes(m.device()).c_str(),
-              human_bytes(static_cast<int64_t>(p.usable_bytes)).c_str(),
-              p.fits() ? "fits" : ("does not fit: " + p.why_not()).c_str());
-  if (m.host() > 0) std::printf("  %-26s %12s\n", "host (offloaded)", human_bytes(m.host()).c_str());
-}
-
-void print_phases(const ConfigPrediction& p) {
-  const StepPhases& s = p.phases;
-  std::printf("step time, ms (the busiest rank):\n");
-  const std::pair<const char*, double> rows[] = {{"matrix products", s.compute},
-                                                  {"memory-bound kernels", s.memory_bound},
-                                                  {"tensor parallel comm", s.tp_comm},
-                                                  {"pipeline sends", s.pp_comm},
-                                                  {"pipeline bubble", s.bubble},
-                                                  {"data parallel comm (exposed)", s.dp_comm},
-                                                  {"optimizer step", s.optimizer},
-                                                  {"offload", s.offload}};
-  for (const auto& [what, t] : rows) {
-    std::printf("  %-30s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
-  }
-  std::printf("  %-30s %10.3f\n", "total", s.total() * 1e3);
-  std::printf("%.0f tokens per step; %.1f tokens/s per accelerator; MFU %.1f%%\n", p.tokens_per_step,
-              p.tokens_per_s_per_gpu, 100.0 * p.mfu);
-}
-
-void print_prediction(const ConfigPrediction& p, const Hardware& hw, const std::string& config) {
-  std::printf("%s on %lld x %s (%s)\n", config.c_str(), static_cast<long long>(p.gpus()), hw.id.c_str(), hw.name.c_str());
-  std::printf("dp %lld x pp %lld x tp %lld%s; data '%s'; schedule '%s'; %lld microbatch%s of %lld x %lld tokens; "
-              "checkpointing %s; %s\n",
-              static_cast<long long>(p.dp), static_cast<long long>(p.pp), static_cast<long long>(p.tp),
-              p.sequence_parallel ? " (sequence parallel)" : "", p.data_plugin.c_str(), p.schedule.c_str(),
-              static_cast<long long>(p.layout.microbatches), p.layout.microbatches == 1 ? "" : "es",
-              static_cast<long long>(p.layout.rank.micro_batch), static_cast<long long>(p.layout.rank.seq_len),
-              p.checkpointing.c_str(), p.dtype.c_str());
-  print_memory(p);
-  print_phases(p);
-}
-
-}  // namespace
-
-int plan(const PlanArgs& args) {
-  const Hardware hw = load_hardware(args.hardware);
+int explain(const PlanArgs& args, const Hardware& hw) {
   const PreparedRun run = prepare_run(args.explain, with_gpus(args), 0, /*scan_data=*/false);
   const ConfigPrediction p = predict_config(run, hw);
   if (args.json) {
@@ -141,6 +44,93 @@ int plan(const PlanArgs& args) {
     print_prediction(p, hw, args.explain);
   }
   return 0;
+}
+
+// The run the search starts from: a config named by its path, or the shipped pre-training
+// run with a named model's family and size.
+struct SearchBase {
+  std::string config;
+  std::vector<std::string> sets;
+};
+
+SearchBase search_base(const PlanArgs& args) {
+  SearchBase base;
+  std::error_code ec;
+  if (args.model.size() > 5 && args.model.substr(args.model.size() - 5) == ".toml") {
+    PLAIT_CHECK(fs::is_regular_file(args.model, ec), concat("--model ", args.model, ": no such config file"),
+                "name a config file, or a model as family-size (gpt2-124m, llama-70b: `plait models` lists them)");
+    base.config = args.model;
+  } else {
+    const auto dash = args.model.find('-');
+    const std::string family = args.model.substr(0, dash), size = dash == std::string::npos ? "" : args.model.substr(dash + 1);
+    bool known = false;
+    for (const NamedSize& named : named_sizes()) known = known || (named.spec.family == family && named.spec.size == size);
+    PLAIT_CHECK(known, concat("--model ", args.model, ": not a model plait knows as family-size"),
+                "`plait models` lists them (gpt2-124m, llama-7b, llama-70b, ...), or name a config file (.toml)");
+    base.config = (install_prefix() / "share" / "plait" / "plan" / "pretrain.toml").string();
+    base.sets = {"model.family=" + family, "model.size=" + size};
+  }
+  if (args.seq_len) base.sets.push_back(concat("data.seq_len=", *args.seq_len));
+  base.sets.insert(base.sets.end(), args.sets.begin(), args.sets.end());
+  return base;
+}
+
+// The best plan as a config file of its own; the accelerators' devices are CUDA's.
+void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchResult& r, const Hardware& hw) {
+  PLAIT_CHECK(!r.fitting.empty(), concat("--write ", *args.write, ": no plan fits, so none is written"),
+              "the reasons are listed above; try more accelerators (--gpus) or a smaller global batch");
+  const PreparedRun prepared = prepare_run(base.config, base.sets, 0, /*scan_data=*/false);
+  PlanCandidate best = r.fitting.front().candidate;
+  best.sets.push_back("train.device=cuda");
+  const ResolvedConfig config = candidate_config(prepared.loaded.tree, best, *prepared.registry);
+  const ConfigPrediction& p = *r.fitting.front().prediction;
+  char figures[96];
+  std::snprintf(figures, sizeof(figures), "%.1f tokens/s per accelerator, MFU %.1f%%", p.tokens_per_s_per_gpu,
+                100.0 * p.mfu);
+  const std::string header = concat("# plait plan: the best of ", r.candidates, " candidates for ", r.model.family, " ",
+                                    r.model.size, " on ", p.gpus(), " x ", hw.id, ", predicted ", figures, "\n# ",
+                                    r.fitting.front().candidate.plugins, "\n\n");
+  write_file_atomically(*args.write, header + config.to_toml(false));
+}
+
+int search(const PlanArgs& args, const Hardware& hw) {
+  PLAIT_CHECK(args.gpus.has_value(), "plait plan --model needs --gpus N: the accelerators to plan for",
+              "e.g. plait plan --model llama-70b --gpus 1024 --hardware h100-sxm");
+  if (args.write) {
+    std::error_code ec;
+    PLAIT_CHECK(!fs::exists(*args.write, ec), concat("--write ", *args.write, ": the file exists"),
+                "name a new file; plait plan does not replace one");
+  }
+  const SearchBase base = search_base(args);
+  SearchLimits limits;
+  limits.gpus = *args.gpus;
+  limits.gpus_per_node = hw.gpus_per_node;
+  limits.global_batch = args.global_batch.value_or(kDefaultGlobalBatch);
+  limits.offload = true;
+  const PlanSearchResult r = search_plans(base.config, base.sets, hw, limits);
+  if (args.json) {
+    nlohmann::ordered_json j = search_json(r, hw, *args.gpus, args.top);
+    if (args.write && !r.fitting.empty()) j["written"] = *args.write;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_search(r, hw, *args.gpus, args.top);
+  }
+  if (args.write) {
+    write_best(args, base, r, hw);
+    if (!args.json) std::printf("\nthe best plan is written to %s\n", args.write->c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int plan(const PlanArgs& args) {
+  PLAIT_CHECK(args.explain.empty() != args.model.empty(),
+              args.explain.empty() ? "plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG"
+                                   : "plait plan takes --model or --explain, not both",
+              "`plait plan --help` lists what each takes");
+  const Hardware hw = load_hardware(args.hardware);
+  return args.explain.empty() ? search(args, hw) : explain(args, hw);
 }
 
 }  // namespace plait::cli

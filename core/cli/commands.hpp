@@ -147,13 +147,21 @@ struct DebugArgs {
 };
 int debug_run(const DebugArgs& args);
 
-// plait plan --explain CONFIG [--hardware H] [--gpus N] [--set ...] [--json]: one config's
-// predicted memory per accelerator and step time by phase on a machine.
+// plait plan --model NAME|CONFIG --gpus N [--hardware H] [--seq-len S] [--global-batch B]
+// [--top K] [--json] [--write FILE]: every strategy combination of the model on N
+// accelerators, what does not fit or is refused set aside with why, the rest ranked by
+// tokens/s per accelerator.
+// plait plan --explain CONFIG [--hardware H] [--gpus N] [--json]: one config's predicted
+// memory per accelerator and step time by phase.
 struct PlanArgs {
-  std::string explain;              // the config
+  std::string explain;              // the config to explain
+  std::string model;                // the search's: "llama-70b" (family-size) or a config
   std::vector<std::string> sets;
   std::string hardware = "h100-sxm";  // a shipped machine's name or a hardware file
-  std::optional<int64_t> gpus;      // keeps pp and tp, data parallel takes the rest
+  std::optional<int64_t> gpus;      // explain: keeps pp and tp, data parallel takes the rest
+  std::optional<int64_t> seq_len, global_batch;  // global batch in sequences
+  int64_t top = 5;
+  std::optional<std::string> write;  // the best plan as a config
   bool json = false;
 };
 int plan(const PlanArgs& args);

@@ -104,7 +104,7 @@ struct Commands {
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
   PlanArgs plan_args;
-  std::optional<std::string> plan_gpus;
+  std::optional<std::string> plan_gpus, plan_seq_len, plan_global_batch, plan_top;
   CLI::App* plan_cmd = nullptr;
   DebugArgs debug_args;
   std::optional<std::string> debug_wait;
@@ -201,15 +201,22 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.sweep_cmd->add_option("--repeats", c.sweep_repeats, "Runs of each combination, interleaved (default 1)");
   c.sweep_cmd->add_option("--steps", c.sweep_steps, "Steps of each run (default: the config's)");
   c.sweep_cmd->add_option("--out", c.sweep_args.out, "The sweep folder (default runs/sweep-<config>-<time>)");
-  c.plan_cmd = app.add_subcommand("plan", "Predict a config's memory per accelerator and step time by phase on a machine");
-  c.plan_cmd->add_option("--explain", c.plan_args.explain, "The config to explain (TOML)")->required();
+  c.plan_cmd = app.add_subcommand(
+      "plan", "Find the fastest strategy that fits a model on N accelerators, or explain one config's memory and time");
+  c.plan_cmd->add_option("--model", c.plan_args.model,
+                         "The model to plan: family-size (gpt2-124m, llama-7b, llama-70b: `plait models`) or a config");
+  c.plan_cmd->add_option("--explain", c.plan_args.explain, "Explain one config instead (TOML)");
+  c.plan_cmd->add_option("--seq-len", c.plan_seq_len, "Tokens per sequence (default: the model's context)");
+  c.plan_cmd->add_option("--global-batch", c.plan_global_batch, "Sequences per optimizer step (default 512)");
+  c.plan_cmd->add_option("--top", c.plan_top, "Plans to list (default 5)");
+  c.plan_cmd->add_option("--write", c.plan_args.write, "Save the best plan as a config here (a new file)");
   c.plan_cmd->add_option("--set", c.plan_args.sets, "Override a value: table.key=value (repeatable)")
       ->allow_extra_args(false);
   c.plan_cmd->add_option("--hardware", c.plan_args.hardware,
                          "A machine in configs/hardware (a100-80g, h100-sxm, h200-sxm, b200) or a hardware file "
                          "(default h100-sxm)");
-  c.plan_cmd->add_option("--gpus", c.plan_gpus, "Accelerators: the config's pp and tp, data parallel the rest "
-                                                "(default: the config's mesh)");
+  c.plan_cmd->add_option("--gpus", c.plan_gpus, "Accelerators to plan for (with --explain: the config's pp and tp, "
+                                                "data parallel the rest; default its mesh)");
   c.plan_cmd->add_flag("--json", c.plan_args.json, "Machine-readable output");
   c.debug_cmd = app.add_subcommand("debug", "Name the rank a hang or desync comes from, from the ranks' flight records");
   c.debug_cmd->add_option("run", c.debug_args.run, "The run folder (a running job's ranks are asked for fresh records)")
@@ -276,6 +283,9 @@ int dispatch(CLI::App& app, Commands& c) {
   }
   if (*c.plan_cmd) {
     c.plan_args.gpus = integer_flag("--gpus", c.plan_gpus, 1, int64_t{1} << 24);
+    c.plan_args.seq_len = integer_flag("--seq-len", c.plan_seq_len, 1, int64_t{1} << 24);
+    c.plan_args.global_batch = integer_flag("--global-batch", c.plan_global_batch, 1, int64_t{1} << 30);
+    c.plan_args.top = integer_flag("--top", c.plan_top, 1, 10000).value_or(c.plan_args.top);
     return plan(c.plan_args);
   }
   if (*c.debug_cmd) {

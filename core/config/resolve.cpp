@@ -1,6 +1,8 @@
 #include "config/resolve.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "config/options_edit.hpp"
 #include "plait/sdk/error.hpp"
@@ -18,6 +20,20 @@
 #include "util/did_you_mean.hpp"
 
 namespace plait {
+
+// A plugin's schema is parsed once per process: `plait plan` resolves thousands of
+// candidates against the same plugins.
+const TableSchema& plugin_schema(const PluginRecord& record) {
+  static std::mutex mutex;
+  static std::map<std::string, TableSchema> parsed;  // by owner and text
+  const std::string owner = concat("plugin '", record.name, "' (", record.path, ")");
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(owner + "\n" + record.schema_toml);
+  if (it == parsed.end()) {
+    it = parsed.emplace(owner + "\n" + record.schema_toml, parse_schema(record.schema_toml, record.name, owner)).first;
+  }
+  return it->second;
+}
 
 const std::vector<TableSchema>& core_schemas() {
   static const std::vector<TableSchema> schemas = [] {
@@ -145,8 +161,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   // Plugin tables: chosen plugins always (defaults filled), found-but-unchosen ones when present.
   std::vector<std::string> resolved_plugins;
   auto resolve_plugin_table = [&](const PluginRecord& record) {
-    TableSchema schema = parse_schema(record.schema_toml, record.name,
-                                      concat("plugin '", record.name, "' (", record.path, ")"));
+    const TableSchema& schema = plugin_schema(record);
     out.tables_.emplace_back(record.name, resolve_table(schema, tree.table(record.name), tree.table_source(record.name),
                                                         tree.default_place()));
     resolved_plugins.push_back(record.name);

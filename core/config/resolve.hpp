@@ -15,6 +15,8 @@ namespace plait {
 
 // The core's tables, in the order they are printed.
 const std::vector<TableSchema>& core_schemas();
+// A plugin's schema, parsed once per process; errors name the plugin and its library.
+const TableSchema& plugin_schema(const PluginRecord& record);
 
 // The plugin roles of [parallel], in the order they are resolved.
 struct PluginChoice {

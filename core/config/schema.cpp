@@ -176,19 +176,26 @@ TableSchema parse_schema(std::string_view toml_text, const std::string& table, c
     if (const toml::node* c = t->get("choices")) spec.choices = from_toml(*c).items;
     if (const toml::node* m = t->get("min")) spec.min = m->value<double>();
     if (const toml::node* m = t->get("max")) spec.max = m->value<double>();
+    if (const toml::node* p = t->get("plan")) {
+      if (!p->is_array()) throw bad("plan must be an array of the values `plait plan` tries");
+      spec.plan = from_toml(*p).items;
+    }
     for (const auto& [field, unused] : *t) {
-      static const std::vector<std::string> fields = {"type", "doc", "default", "optional", "choices", "min", "max"};
+      static const std::vector<std::string> fields = {"type", "doc", "default", "optional", "choices", "min", "max", "plan"};
       if (std::find(fields.begin(), fields.end(), std::string(field.str())) == fields.end()) {
         throw bad(concat("unknown field '", field.str(), "'", did_you_mean(field.str(), fields)));
       }
     }
     schema.options.push_back(std::move(spec));
   }
-  // Defaults must satisfy their own schema, or every run would fail on them.
+  // Defaults and the planner's values must satisfy their own schema, or every run (or
+  // every plan) would fail on them.
   for (const auto& spec : schema.options) {
-    if (!spec.default_value) continue;
-    ConfigValue v = *spec.default_value;
-    Converter{schema, spec, Source::from_default()}.convert(v);
+    if (spec.default_value) {
+      ConfigValue v = *spec.default_value;
+      Converter{schema, spec, Source::from_default()}.convert(v);
+    }
+    for (ConfigValue v : spec.plan) Converter{schema, spec, Source::from_default()}.convert(v);
   }
   return schema;
 }

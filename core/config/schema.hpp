@@ -7,6 +7,7 @@
 //   doc = "Peak learning rate."
 //   min = 0.0               # optional bounds, for int and float
 //   choices = ["a", "b"]    # optional, for string
+//   plan = [1, 2, 3]        # optional: the values `plait plan` tries in its search (plugin API 12.4)
 //
 // `path` values are resolved relative to the file that set them (--set: the working
 // directory), so bundles can name files next to themselves.
@@ -29,6 +30,7 @@ struct OptionSpec {
   std::vector<ConfigValue> choices;
   std::optional<double> min, max;
   std::string doc;
+  std::vector<ConfigValue> plan;  // the values the planner's search tries, each valid for the option
 };
 
 struct TableSchema {

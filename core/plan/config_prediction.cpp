@@ -27,15 +27,15 @@ bool vocab_parallel(const StageModel& whole) {
   return false;
 }
 
-RankShape rank_shape(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards) {
-  const ResolvedConfig& config = *run.config;
+RankShape rank_shape(const PlanInputs& in) {
+  const ResolvedConfig& config = *in.config;
   RankShape q;
-  q.model = run.model;
-  q.seq_len = resolve_seq_len(config.table("data"), run.model);
+  q.model = in.model;
+  q.seq_len = resolve_seq_len(config.table("data"), in.model);
   q.micro_batch = config.data().micro_batch_size;
-  q.tp = run.mesh.tp;
-  q.sequence_parallel = sequence_shards > 1;
-  q.vocab_parallel = vocab_parallel(whole);
+  q.tp = in.mesh.tp;
+  q.sequence_parallel = in.sequence_shards > 1;
+  q.vocab_parallel = vocab_parallel(*in.whole);
   q.checkpointing = config.train().activation_checkpointing;
   const std::string& dtype = config.train().dtype;
   q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
@@ -94,24 +94,22 @@ Hardware at_dtype_peak(const Hardware& hw, const std::string& dtype) {
   return at;
 }
 
-StepLayout layout_of(const PreparedRun& run, const RankShape& shape) {
-  const ScheduleSpec& spec = run.pipeline.schedule.spec;
+StepLayout layout_of(const PlanInputs& in, const RankShape& shape) {
+  const SchedulePlan& schedule = in.pipeline->schedule;
   StepLayout l;
   l.rank = shape;
-  l.dp = run.mesh.dp;
-  l.pp = run.mesh.pp;
-  l.virtual_stages = run.mesh.pp > 1 ? spec.stages_per_rank : 1;
-  l.microbatches = run.config->train().grad_accum;
-  l.idle_share = run.mesh.pp > 1 ? run.pipeline.schedule.ideal_idle_share.value_or(
-                                       run.pipeline.schedule.simulated.idle_fraction.front())
-                                 : 0.0;
-  l.grad_bytes_per_element = run.config->train().dtype == "float64" ? 8 : 4;
+  l.dp = in.mesh.dp;
+  l.pp = in.mesh.pp;
+  l.virtual_stages = in.mesh.pp > 1 ? schedule.spec.stages_per_rank : 1;
+  l.microbatches = in.config->train().grad_accum;
+  l.idle_share = in.mesh.pp > 1 ? schedule.ideal_idle_share.value_or(schedule.simulated.idle_fraction.front()) : 0.0;
+  l.grad_bytes_per_element = in.config->train().dtype == "float64" ? 8 : 4;
   return l;
 }
 
-RankMemory rank_memory(const PreparedRun& run, const StageModel& whole, int64_t pp_rank, int64_t dp_per_node,
+RankMemory rank_memory(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_node,
                        const std::vector<int64_t>& stage_bytes, DataCost& cost) {
-  RankDataCost asked = plan_data_cost(run, whole, pp_rank, dp_per_node);
+  RankDataCost asked = plan_data_cost(in, pp_rank, dp_per_node);
   PLAIT_CHECK(asked.cost.has_value(),
               concat("data plugin '", asked.plugin, "' has no cost model (plait::DataCostModel, plugin API 12.3)"),
               "a plugin built for 12.2 or before runs but cannot be planned; rebuild it against the current SDK and "
@@ -121,7 +119,7 @@ RankMemory rank_memory(const PreparedRun& run, const StageModel& whole, int64_t 
   m.pp_rank = pp_rank;
   m.state = cost.state;
   m.transient = cost.transient_bytes;
-  m.activations = peak_held_bytes(run.pipeline.schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
+  m.activations = peak_held_bytes(in.pipeline->schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
   return m;
 }
 
@@ -144,29 +142,27 @@ std::string ConfigPrediction::why_not() const {
   return "";
 }
 
-ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw) {
-  const ResolvedConfig& config = *run.config;
+ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
+  const ResolvedConfig& config = *in.config;
   ConfigPrediction p;
   p.data_plugin = config.parallel().data;
-  p.schedule = run.pipeline.schedule.plugin;
+  p.schedule = in.pipeline->schedule.plugin;
   p.checkpointing = config.train().activation_checkpointing;
   p.dtype = config.train().dtype;
-  p.dp = run.mesh.dp;
-  p.pp = run.mesh.pp;
-  p.tp = run.mesh.tp;
+  p.dp = in.mesh.dp;
+  p.pp = in.mesh.pp;
+  p.tp = in.mesh.tp;
   const Hardware at_peak = at_dtype_peak(hw, p.dtype);
-  int64_t sequence_shards = 1;
-  const StageModel whole = build_shape_model(config, *run.registry, run.model, run.mesh, &sequence_shards);
-  const RankShape shape = rank_shape(run, whole, sequence_shards);
+  const RankShape shape = rank_shape(in);
   p.sequence_parallel = shape.sequence_parallel;
-  p.layout = layout_of(run, shape);
-  const std::vector<int64_t> stage_bytes = stage_activation_bytes(run.pipeline, predict_activation_bytes(shape));
+  p.layout = layout_of(in, shape);
+  const std::vector<int64_t> stage_bytes = stage_activation_bytes(*in.pipeline, predict_activation_bytes(shape));
   const int64_t dp_per_node = data_group(hw, p.layout).per_node;
   DataCost busiest_cost;
   for (int64_t r = 0; r < p.pp; ++r) {
     DataCost cost;
-    p.ranks.push_back(rank_memory(run, whole, r, dp_per_node, stage_bytes, cost));
-    if (p.ranks.back().device() > p.ranks[p.busiest].device() || r == 0) {
+    p.ranks.push_back(rank_memory(in, r, dp_per_node, stage_bytes, cost));
+    if (r == 0 || p.ranks.back().device() > p.ranks[p.busiest].device()) {
       p.busiest = static_cast<std::size_t>(r);
       busiest_cost = cost;
     }
@@ -179,8 +175,14 @@ ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw) {
   p.phases.offload = offload_seconds(hw, busiest.state);
   p.tokens_per_step = static_cast<double>(p.layout.global_batch() * shape.seq_len);
   p.tokens_per_s_per_gpu = p.tokens_per_step / p.phases.total() / static_cast<double>(p.gpus());
-  p.mfu = flops_per_token(run.model, shape.seq_len) * p.tokens_per_s_per_gpu / (at_peak.peak_bf16_tflops * 1e12);
+  p.mfu = flops_per_token(in.model, shape.seq_len) * p.tokens_per_s_per_gpu / (at_peak.peak_bf16_tflops * 1e12);
   return p;
+}
+
+ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw) {
+  int64_t sequence_shards = 1;
+  const StageModel whole = build_shape_model(*run.config, *run.registry, run.model, run.mesh, &sequence_shards);
+  return predict_config(plan_inputs(run, whole, sequence_shards), hw);
 }
 
 }  // namespace plait

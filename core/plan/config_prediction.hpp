@@ -12,6 +12,7 @@
 
 #include "plait/sdk/data_parallel.hpp"
 #include "plan/hardware.hpp"
+#include "plan/plan_inputs.hpp"
 #include "plan/step_time.hpp"
 #include "run/prepare.hpp"
 
@@ -51,6 +52,8 @@ struct ConfigPrediction {
 
 // Refuses a data plugin without a cost model (naming it) and a dtype the hardware file
 // gives no peak for (float64).
+ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw);
+// A prepared run's (its rank's model built here).
 ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw);
 
 }  // namespace plait

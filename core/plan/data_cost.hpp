@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "plan/plan_inputs.hpp"
 #include "plan/rank_parameters.hpp"
 #include "run/prepare.hpp"
 
@@ -20,8 +21,8 @@ struct RankDataCost {
 // Pipeline rank `pp_rank` of the prepared run, with `dp_per_node` of its data-parallel
 // group on one node (the whole group on this machine: dp).
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node);
-// The same for the rank's model already built (build_shape_model): a planner asking for
-// every pipeline rank builds it once.
-RankDataCost plan_data_cost(const PreparedRun& run, const StageModel& whole, int64_t pp_rank, int64_t dp_per_node);
+// The same for the planner's inputs (the rank's model already built: a planner asking
+// for every pipeline rank builds it once).
+RankDataCost plan_data_cost(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_node);
 
 }  // namespace plait

@@ -70,25 +70,29 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
 }
 
 // The data plugin's collectives. One that overlaps a pass hides behind that pass's
-// compute: a collective issued once a step behind the last microbatch's, one issued per
-// microbatch behind as many microbatches' (ops share what their pass can hide).
+// compute in the microbatches it is issued in: a collective issued once a step behind the
+// last microbatch's, one issued per microbatch (or more often) behind each one's; what a
+// microbatch's pass hides is shared by the collectives issued in it.
 double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double forward_per_mb,
                     double backward_per_mb) {
   const GroupPlacement dp = data_group(hw, l);
-  const auto m = static_cast<double>(l.microbatches);
-  double forward_left = forward_per_mb * m, backward_left = backward_per_mb * m, exposed = 0;
+  const auto m = static_cast<std::size_t>(l.microbatches);
+  std::vector<double> forward_left(m, forward_per_mb), backward_left(m, backward_per_mb);
+  double exposed = 0;
   for (const CommOp& op : ops) {
     const double t = seconds(hw, op.op, op.bytes, dp, op.count);
-    if (!op.overlaps_backward && !op.overlaps_forward) {
+    if ((!op.overlaps_backward && !op.overlaps_forward) || op.count < 1) {
       exposed += t;
       continue;
     }
-    double& left = op.overlaps_backward ? backward_left : forward_left;
-    const double per_mb = op.overlaps_backward ? backward_per_mb : forward_per_mb;
-    const double window = std::min(left, per_mb * std::min(m, static_cast<double>(op.count)));
-    const double hidden = std::min(t, window);
-    left -= hidden;
-    exposed += t - hidden;
+    std::vector<double>& left = op.overlaps_backward ? backward_left : forward_left;
+    const double each = t / static_cast<double>(op.count);
+    for (int64_t k = 0; k < op.count; ++k) {  // the last microbatch first
+      double& window = left[m - 1 - static_cast<std::size_t>(k) % m];
+      const double hidden = std::min(each, window);
+      window -= hidden;
+      exposed += each - hidden;
+    }
   }
   return exposed;
 }

@@ -20,23 +20,21 @@ PluginRegistry discover_plugins(const std::vector<SearchDir>& extra) {
   return PluginRegistry::discover(default_search_dirs(extra), host_abi());
 }
 
-// Every rank's schedule is built and played through, and the model cut into its stages
-// (on the meta device: no memory), so that a schedule that would hang or a partition that
-// cannot be made stops the launch instead of a rank.
-static PipelinePlan check_pipeline(const PreparedRun& run) {
-  const Options& parallel = run.config->table("parallel");
+PipelinePlan plan_pipeline(const ResolvedConfig& config, const PluginRegistry& registry, const MeshShape& mesh,
+                           StageModel shapes) {
+  const Options& parallel = config.table("parallel");
   const std::string schedule_place =
       parallel.where(!parallel.is_default("pipeline") || parallel.is_default("pp") ? "pipeline" : "pp");
   PipelinePlan out;
-  out.schedule = at_place(schedule_place, [&] { return plan_configured_schedule(*run.registry, *run.config, run.mesh.pp); });
-  out.shapes = build_meta_model(run.model);
-  const std::vector<int64_t>& counts = run.config->parallel().stage_blocks;
+  out.schedule = at_place(schedule_place, [&] { return plan_configured_schedule(registry, config, mesh.pp); });
+  out.shapes = std::move(shapes);
+  const std::vector<int64_t>& counts = config.parallel().stage_blocks;
   try {
     out.partition = partition_stages(out.shapes, out.schedule.spec.stages(), counts,
                                      concat(parallel.where("stage_blocks"), ": [parallel] stage_blocks"));
   } catch (const Error& e) {
     if (!counts.empty()) throw;  // the override's own message names its place
-    throw Error(concat(parallel.where("pp"), ": [parallel] pp = ", run.mesh.pp, " with ",
+    throw Error(concat(parallel.where("pp"), ": [parallel] pp = ", mesh.pp, " with ",
                        out.schedule.spec.stages_per_rank, " virtual stage(s) per rank: ", e.what()),
                 e.hint(), e.origin());
   }
@@ -60,7 +58,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.world_size = run.mesh.world();
   check_mesh_roles(config, run.mesh);
   check_settings_take_effect(config, run.mesh);
-  run.pipeline = check_pipeline(run);
+  run.pipeline = plan_pipeline(config, *run.registry, run.mesh, build_meta_model(run.model));
   check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);

@@ -36,6 +36,13 @@ struct PreparedRun {
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
                         int known_world = 0, bool scan_data = true);
 
+// Every rank's schedule built and played through, and `shapes` (the whole model on the
+// meta device: no memory) cut into its stages, so that a schedule that would hang or a
+// partition that cannot be made stops the launch instead of a rank; refusals name
+// [parallel]'s lines.
+PipelinePlan plan_pipeline(const ResolvedConfig& config, const PluginRegistry& registry, const MeshShape& mesh,
+                           StageModel shapes);
+
 // The config's notes (ResolvedConfig::notes), as warnings: once per command, so a
 // command's entry point calls it, and a rank only when no launcher of plait's did.
 void log_config_notes(const PreparedRun& run);

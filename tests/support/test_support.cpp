@@ -71,6 +71,16 @@ ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std
   return run_command("", args, env);
 }
 
+nlohmann::json plait_json(std::vector<std::string> args) {
+  args.push_back("--json");
+  const ProcessResult r = run_plait(args);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto start = r.output.find("{\n");
+  REQUIRE(start != std::string::npos);
+  return nlohmann::json::parse(r.output.substr(start));
+}
+
 ProcessResult run_plait_with_file_limit(int64_t bytes, const std::vector<std::string>& args) {
   return run_command("prlimit --fsize=" + std::to_string(bytes) + " ", args, {});
 }

@@ -36,6 +36,9 @@ struct ProcessResult {
 
 // Runs `plait args...` with the given environment additions.
 ProcessResult run_plait(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+// `plait args... --json` that must succeed: its JSON document (the output from its first
+// line that opens an object; warnings may come before it).
+nlohmann::json plait_json(std::vector<std::string> args);
 // The same under a file-size limit (prlimit --fsize): every write past `bytes` fails, as
 // on a full disk.
 ProcessResult run_plait_with_file_limit(int64_t bytes, const std::vector<std::string>& args);

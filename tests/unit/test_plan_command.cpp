@@ -24,14 +24,7 @@ std::vector<std::string> explain_args(const std::vector<std::string>& sets, cons
 }
 
 nlohmann::json explain_json(const std::vector<std::string>& sets, const std::vector<std::string>& more) {
-  std::vector<std::string> flags = more;
-  flags.push_back("--json");
-  const ProcessResult r = run_plait(explain_args(sets, flags));
-  INFO(r.output);
-  REQUIRE(r.exit_code == 0);
-  const auto start = r.output.find("{\n");
-  REQUIRE(start != std::string::npos);
-  return nlohmann::json::parse(r.output.substr(start));
+  return plait_json(explain_args(sets, more));
 }
 
 }  // namespace

@@ -1,0 +1,216 @@
+#include "cli/plan_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "util/human_bytes.hpp"
+
+namespace plait::cli {
+namespace {
+
+nlohmann::ordered_json phases_json(const StepPhases& s) {
+  return {{"compute_ms", s.compute * 1e3},  {"memory_bound_ms", s.memory_bound * 1e3}, {"tp_comm_ms", s.tp_comm * 1e3},
+          {"pp_comm_ms", s.pp_comm * 1e3},  {"bubble_ms", s.bubble * 1e3},             {"dp_comm_ms", s.dp_comm * 1e3},
+          {"optimizer_ms", s.optimizer * 1e3}, {"offload_ms", s.offload * 1e3},        {"step_ms", s.total() * 1e3}};
+}
+
+nlohmann::ordered_json rank_json(const RankMemory& m) {
+  return {{"pp_rank", m.pp_rank},
+          {"param_bytes", m.state.params},
+          {"grad_bytes", m.state.grads},
+          {"optimizer_bytes", m.state.optimizer},
+          {"transient_bytes", m.transient},
+          {"activation_bytes", m.activations},
+          {"device_bytes", m.device()},
+          {"host_param_bytes", m.state.host_params},
+          {"host_grad_bytes", m.state.host_grads},
+          {"host_optimizer_bytes", m.state.host_optimizer}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json prediction_json(const ConfigPrediction& p, const Hardware& hw, const std::string& config) {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const RankMemory& m : p.ranks) ranks.push_back(rank_json(m));
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  for (const CommOp& op : p.data_ops) {
+    ops.push_back({{"what", op.what}, {"bytes", op.bytes}, {"count", op.count},
+                   {"overlaps", op.overlaps_backward ? "backward" : op.overlaps_forward ? "forward" : "none"}});
+  }
+  return {{"config", config},
+          {"hardware", hw.id},
+          {"gpus", p.gpus()},
+          {"dp", p.dp},
+          {"pp", p.pp},
+          {"tp", p.tp},
+          {"data", p.data_plugin},
+          {"schedule", p.schedule},
+          {"sequence_parallel", p.sequence_parallel},
+          {"checkpointing", p.checkpointing},
+          {"dtype", p.dtype},
+          {"micro_batch", p.layout.rank.micro_batch},
+          {"microbatches", p.layout.microbatches},
+          {"seq_len", p.layout.rank.seq_len},
+          {"fits", p.fits()},
+          {"why_not", p.why_not()},
+          {"usable_bytes", p.usable_bytes},
+          {"busiest_pp_rank", p.ranks[p.busiest].pp_rank},
+          {"ranks", ranks},
+          {"data_ops", ops},
+          {"phases", phases_json(p.phases)},
+          {"tokens_per_step", p.tokens_per_step},
+          {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
+          {"mfu", p.mfu}};
+}
+
+namespace {
+
+void print_memory(const ConfigPrediction& p) {
+  const RankMemory& m = p.ranks[p.busiest];
+  std::printf("memory per accelerator (pipeline rank %lld, the fullest):\n", static_cast<long long>(m.pp_rank));
+  const std::pair<const char*, int64_t> rows[] = {{"parameters", m.state.params},
+                                                   {"gradients", m.state.grads},
+                                                   {"optimizer state", m.state.optimizer},
+                                                   {"data plugin's transient", m.transient},
+                                                   {"activations held", m.activations}};
+  for (const auto& [what, bytes] : rows) std::printf("  %-26s %12s\n", what, human_bytes(bytes).c_str());
+  std::printf("  %-26s %12s of %s usable: %s\n", "total", human_bytes(m.device()).c_str(),
+              human_bytes(static_cast<int64_t>(p.usable_bytes)).c_str(),
+              p.fits() ? "fits" : ("does not fit: " + p.why_not()).c_str());
+  if (m.host() > 0) std::printf("  %-26s %12s\n", "host (offloaded)", human_bytes(m.host()).c_str());
+}
+
+void print_phases(const ConfigPrediction& p) {
+  const StepPhases& s = p.phases;
+  std::printf("step time, ms (the busiest rank):\n");
+  const std::pair<const char*, double> rows[] = {{"matrix products", s.compute},
+                                                  {"memory-bound kernels", s.memory_bound},
+                                                  {"tensor parallel comm", s.tp_comm},
+                                                  {"pipeline sends", s.pp_comm},
+                                                  {"pipeline bubble", s.bubble},
+                                                  {"data parallel comm (exposed)", s.dp_comm},
+                                                  {"optimizer step", s.optimizer},
+                                                  {"offload", s.offload}};
+  for (const auto& [what, t] : rows) {
+    std::printf("  %-30s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
+  }
+  std::printf("  %-30s %10.3f\n", "total", s.total() * 1e3);
+  std::printf("%.0f tokens per step; %.1f tokens/s per accelerator; MFU %.1f%%\n", p.tokens_per_step,
+              p.tokens_per_s_per_gpu, 100.0 * p.mfu);
+}
+
+}  // namespace
+
+void print_prediction(const ConfigPrediction& p, const Hardware& hw, const std::string& config) {
+  std::printf("%s on %lld x %s (%s)\n", config.c_str(), static_cast<long long>(p.gpus()), hw.id.c_str(), hw.name.c_str());
+  std::printf("dp %lld x pp %lld x tp %lld%s; data '%s'; schedule '%s'; %lld microbatch%s of %lld x %lld tokens; "
+              "checkpointing %s; %s\n",
+              static_cast<long long>(p.dp), static_cast<long long>(p.pp), static_cast<long long>(p.tp),
+              p.sequence_parallel ? " (sequence parallel)" : "", p.data_plugin.c_str(), p.schedule.c_str(),
+              static_cast<long long>(p.layout.microbatches), p.layout.microbatches == 1 ? "" : "es",
+              static_cast<long long>(p.layout.rank.micro_batch), static_cast<long long>(p.layout.rank.seq_len),
+              p.checkpointing.c_str(), p.dtype.c_str());
+  print_memory(p);
+  print_phases(p);
+}
+
+
+namespace {
+
+// A reason with its figures blanked, so that refusals of one kind count together.
+std::string reason_kind(const std::string& reason) {
+  std::string kind;
+  for (char ch : reason) {
+    const bool digit = ch >= '0' && ch <= '9';
+    if ((digit || ch == '.') && !kind.empty() && kind.back() == '#') continue;
+    kind += digit ? '#' : ch;
+  }
+  return kind;
+}
+
+struct ReasonGroup {
+  int64_t count = 0;
+  std::string example;
+};
+
+// The commonest reasons first.
+std::vector<std::pair<std::string, ReasonGroup>> reasons(const PlanSearchResult& r) {
+  std::map<std::string, ReasonGroup> groups;
+  for (const PlanOutcome& o : r.refused) {
+    ReasonGroup& g = groups[reason_kind(o.refused)];
+    if (g.count++ == 0) g.example = o.refused;
+  }
+  std::vector<std::pair<std::string, ReasonGroup>> sorted(groups.begin(), groups.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second.count > b.second.count; });
+  return sorted;
+}
+
+// Refused for memory: every check passed, the prediction did not fit.
+int64_t out_of_memory(const PlanSearchResult& r) {
+  int64_t n = 0;
+  for (const PlanOutcome& o : r.refused) n += o.prediction.has_value() ? 1 : 0;
+  return n;
+}
+
+std::string model_words(const ModelSpec& m) { return concat(m.family, " ", m.size); }
+
+}  // namespace
+
+nlohmann::ordered_json search_json(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top) {
+  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < r.fitting.size() && static_cast<int64_t>(i) < top; ++i) {
+    nlohmann::ordered_json one = prediction_json(*r.fitting[i].prediction, hw, "");
+    one.erase("config");
+    one["plugins"] = r.fitting[i].candidate.plugins;
+    one["sets"] = r.fitting[i].candidate.sets;
+    plans.push_back(std::move(one));
+  }
+  nlohmann::ordered_json set_aside = nlohmann::ordered_json::array();
+  for (const auto& [kind, group] : reasons(r)) set_aside.push_back({{"count", group.count}, {"example", group.example}});
+  const int64_t oom = out_of_memory(r);
+  return {{"model", model_words(r.model)},
+          {"hardware", hw.id},
+          {"gpus", gpus},
+          {"candidates", r.candidates},
+          {"seconds", r.seconds},
+          {"fitting", r.fitting.size()},
+          {"out_of_memory", oom},
+          {"refused", static_cast<int64_t>(r.refused.size()) - oom},
+          {"plans", plans},
+          {"set_aside", set_aside}};
+}
+
+void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top) {
+  const auto oom = static_cast<long long>(out_of_memory(r));
+  std::printf("%s on %lld x %s (%s)\n", model_words(r.model).c_str(), static_cast<long long>(gpus), hw.id.c_str(),
+              hw.name.c_str());
+  std::printf("%lld candidates in %.1f s: %zu fit, %lld do not fit in memory, %lld refused by a check\n",
+              static_cast<long long>(r.candidates), r.seconds, r.fitting.size(), oom,
+              static_cast<long long>(r.refused.size()) - oom);
+  if (!r.fitting.empty()) {
+    std::printf("\n%3s %12s %6s %9s %10s %13s %8s  %s\n", "#", "tokens/s/GPU", "MFU", "step (s)", "memory",
+                "dp x pp x tp", "mb x m", "plugins");
+  }
+  for (std::size_t i = 0; i < r.fitting.size() && static_cast<int64_t>(i) < top; ++i) {
+    const ConfigPrediction& p = *r.fitting[i].prediction;
+    const PlanCandidate& c = r.fitting[i].candidate;
+    std::printf("%3zu %12.1f %5.1f%% %9.3f %10s %13s %8s  %s\n", i + 1, p.tokens_per_s_per_gpu, 100.0 * p.mfu,
+                p.phases.total(), human_bytes(p.ranks[p.busiest].device()).c_str(),
+                concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(), concat(c.micro_batch, " x ", c.grad_accum).c_str(),
+                c.plugins.c_str());
+  }
+  if (!r.fitting.empty()) {
+    std::printf("\nthe best, phase by phase:\n");
+    print_prediction(*r.fitting.front().prediction, hw, "plan 1");
+  }
+  const auto groups = reasons(r);
+  if (!groups.empty()) std::printf("\nset aside, the commonest reasons first:\n");
+  for (std::size_t i = 0; i < groups.size() && i < 5; ++i) {
+    std::printf("%8lld x  %s\n", static_cast<long long>(groups[i].second.count), groups[i].second.example.c_str());
+  }
+}
+
+}  // namespace plait::cli

@@ -1,0 +1,23 @@
+#pragma once
+// What `plait plan` prints: one config's prediction (--explain, and the search's best),
+// and the search's ranking with what it set aside; as text or as JSON.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/config_prediction.hpp"
+#include "plan/hardware.hpp"
+#include "plan/plan_search.hpp"
+
+namespace plait::cli {
+
+nlohmann::ordered_json prediction_json(const ConfigPrediction& p, const Hardware& hw, const std::string& config);
+void print_prediction(const ConfigPrediction& p, const Hardware& hw, const std::string& config);
+
+// `what`: the model in words ("llama 70b"); the top `top` plans, and the set-aside ones
+// grouped by their reason.
+nlohmann::ordered_json search_json(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
+void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
+
+}  // namespace plait::cli

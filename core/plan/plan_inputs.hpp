@@ -1,0 +1,36 @@
+#pragma once
+// What the planner's per-config models read: the resolved config and its plugins, the
+// model, the mesh, the pipeline plan (schedule, stages) and the model one rank builds
+// (on the meta device, through the tensor plugin). A prepared run has them all; the
+// search makes them for each candidate from pieces it builds once and shares.
+#include <cstdint>
+#include <vector>
+
+#include "config/resolve.hpp"
+#include "distributed/mesh.hpp"
+#include "loader/plugin_registry.hpp"
+#include "model/model_spec.hpp"
+#include "pipeline/pipeline_plan.hpp"
+#include "plait/sdk/model.hpp"
+#include "plan/rank_parameters.hpp"
+#include "run/prepare.hpp"
+
+namespace plait {
+
+struct PlanInputs {
+  const ResolvedConfig* config = nullptr;
+  const PluginRegistry* registry = nullptr;
+  ModelSpec model;
+  MeshShape mesh;
+  const PipelinePlan* pipeline = nullptr;
+  const StageModel* whole = nullptr;  // tensor-parallel rank 0's whole model
+  int64_t sequence_shards = 1;        // the tensor plugin's layer factory's (above 1: sequence parallel)
+  // Each pipeline rank's parameters (rank_parameters), where the caller keeps them: a
+  // search shares them between candidates of one layout. Null: made when asked.
+  const std::vector<RankParameters>* rank_params = nullptr;
+};
+
+// A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.
+PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards);
+
+}  // namespace plait

@@ -1,0 +1,147 @@
+#include "plan/plan_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "config/config_loader.hpp"
+#include "model/model_zoo.hpp"
+#include "plait/sdk/error.hpp"
+#include "run/compatibility.hpp"
+#include "run/config_checks.hpp"
+#include "run/plugin_checks.hpp"
+#include "run/prepare.hpp"
+#include "run/tensor_shapes_check.hpp"
+
+namespace plait {
+namespace {
+
+// One plugin's part of a candidate's assignments, for the caches' keys.
+std::string role_key(const PlanCandidate& c, const std::string& plugin, int64_t degree, int64_t accum) {
+  std::string key = concat(plugin, "/", degree, "/", accum);
+  for (const std::string& s : c.sets) {
+    if (s.rfind(plugin + ".", 0) == 0) key += "/" + s;
+  }
+  return key;
+}
+
+struct ShapeModel {
+  StageModel whole;
+  int64_t sequence_shards = 1;
+};
+
+// Builds what the candidates share once: the registry, the model spec and its meta
+// build, each schedule's plan, each tensor layout's rank model.
+class CandidateEvaluator {
+ public:
+  CandidateEvaluator(const std::string& path, const std::vector<std::string>& sets, const Hardware& hw)
+      : hw_(hw) {
+    PreparedRun base = prepare_run(path, sets, 0, /*scan_data=*/false);
+    tree_ = std::move(base.loaded.tree);
+    registry_ = std::move(base.registry);
+    model_ = base.model;
+    shapes_ = base.pipeline.shapes;
+  }
+
+  const PluginRegistry& registry() const { return *registry_; }
+  const ModelSpec& model() const { return model_; }
+
+  PlanOutcome evaluate(const PlanCandidate& c) {
+    PlanOutcome out{c, std::nullopt, ""};
+    try {
+      const ResolvedConfig config = candidate_config(tree_, c, *registry_);
+      check_compatibility(config, *registry_);
+      const MeshShape mesh = resolve_configured_mesh(config, 0);
+      check_mesh_roles(config, mesh);
+      check_settings_take_effect(config, mesh);
+      const PipelinePlan& pipeline = pipeline_for(config, mesh, c);
+      check_plugins(config, *registry_, model_, mesh);
+      const ShapeModel& shape = shape_for(config, mesh, c);
+      const PlanInputs in{&config,      registry_.get(),         model_,
+                          mesh,         &pipeline,               &shape.whole,
+                          shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole)};
+      out.prediction = predict_config(in, hw_);
+      out.refused = out.prediction->why_not();
+    } catch (const Error& e) {
+      out.refused = e.what();
+    }
+    return out;
+  }
+
+ private:
+  const PipelinePlan& pipeline_for(const ResolvedConfig& config, const MeshShape& mesh, const PlanCandidate& c) {
+    const std::string& name = config.parallel().pipeline;
+    const std::string key = role_key(c, name, mesh.pp, config.train().grad_accum);
+    auto it = pipelines_.find(key);
+    if (it == pipelines_.end()) it = pipelines_.emplace(key, plan_pipeline(config, *registry_, mesh, shapes_)).first;
+    return it->second;
+  }
+
+  const ShapeModel& shape_for(const ResolvedConfig& config, const MeshShape& mesh, const PlanCandidate& c) {
+    const std::string& name = config.parallel().tensor;
+    const std::string key = role_key(c, name, mesh.tp, 1);
+    auto it = shapes_by_layout_.find(key);
+    if (it == shapes_by_layout_.end()) {
+      ShapeModel built;
+      built.whole = build_shape_model(config, *registry_, model_, mesh, &built.sequence_shards);
+      it = shapes_by_layout_.emplace(key, std::move(built)).first;
+    }
+    return it->second;
+  }
+
+  // Each pipeline rank's parameters, by tensor layout and stage partition.
+  const std::vector<RankParameters>& params_for(const ResolvedConfig& config, const MeshShape& mesh,
+                                                const PlanCandidate& c, const PipelinePlan& pipeline,
+                                                const StageModel& whole) {
+    const std::string key = role_key(c, config.parallel().tensor, mesh.tp, 1) + "|" +
+                            role_key(c, config.parallel().pipeline, mesh.pp, pipeline.partition.stages());
+    auto it = params_.find(key);
+    if (it == params_.end()) {
+      std::vector<RankParameters> ranks;
+      for (int64_t r = 0; r < mesh.pp; ++r) ranks.push_back(rank_parameters(whole, pipeline.partition, mesh.pp, r));
+      it = params_.emplace(key, std::move(ranks)).first;
+    }
+    return it->second;
+  }
+
+  ConfigTree tree_;  // the base run's, read once
+  const Hardware& hw_;
+  std::unique_ptr<PluginRegistry> registry_;
+  ModelSpec model_;
+  StageModel shapes_;
+  std::map<std::string, PipelinePlan> pipelines_;
+  std::map<std::string, ShapeModel> shapes_by_layout_;
+  std::map<std::string, std::vector<RankParameters>> params_;
+};
+
+}  // namespace
+
+ResolvedConfig candidate_config(const ConfigTree& base, const PlanCandidate& candidate, const PluginRegistry& registry) {
+  ConfigTree tree = base;
+  for (const std::string& assignment : candidate.sets) apply_override(tree, assignment);
+  return resolve_config(tree, registry);
+}
+
+PlanSearchResult search_plans(const std::string& config_path, const std::vector<std::string>& sets,
+                              const Hardware& hw, const SearchLimits& limits) {
+  const auto start = std::chrono::steady_clock::now();
+  CandidateEvaluator evaluator(config_path, sets, hw);
+  PlanSearchResult result;
+  result.model = evaluator.model();
+  for (const PlanCandidate& c : enumerate_candidates(evaluator.registry(), evaluator.model(), limits)) {
+    ++result.candidates;
+    PlanOutcome outcome = evaluator.evaluate(c);
+    (outcome.refused.empty() ? result.fitting : result.refused).push_back(std::move(outcome));
+  }
+  // The fastest first; of plans alike in speed, the one that leaves more memory free.
+  std::stable_sort(result.fitting.begin(), result.fitting.end(), [](const PlanOutcome& a, const PlanOutcome& b) {
+    const double x = a.prediction->tokens_per_s_per_gpu, y = b.prediction->tokens_per_s_per_gpu;
+    if (std::abs(x - y) > 1e-9 * std::max(x, y)) return x > y;
+    return a.prediction->ranks[a.prediction->busiest].device() < b.prediction->ranks[b.prediction->busiest].device();
+  });
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace plait

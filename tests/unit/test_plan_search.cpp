@@ -1,0 +1,158 @@
+// plait plan --model: the search space (every mesh, every plugin with its schema's plan
+// values, the core's checkpointing modes, every microbatch split), the ranking, what is
+// set aside and why, and --write's config, which `plait config validate` accepts and
+// `plait plan --explain` predicts the same.
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/schema.hpp"
+#include "plait/sdk/error.hpp"
+#include "plan/hardware.hpp"
+#include "plan/search_space.hpp"
+#include "run/prepare.hpp"
+#include "support/test_support.hpp"
+
+using namespace plait;
+using namespace plait::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+ModelSpec named(const std::string& family, const std::string& size) {
+  for (const NamedSize& n : named_sizes()) {
+    if (n.spec.family == family && n.spec.size == size) return n.spec;
+  }
+  FAIL("no model " << family << " " << size);
+  return {};
+}
+
+nlohmann::json search_json(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"plan"};
+  all.insert(all.end(), args.begin(), args.end());
+  return plait_json(all);
+}
+
+}  // namespace
+
+TEST_CASE("the search space: every mesh of the accelerators, every plugin with its plan values, every batch split",
+          "[plan]") {
+  const PluginRegistry registry = discover_plugins();
+  SearchLimits limits;
+  limits.gpus = 64;
+  limits.gpus_per_node = 8;
+  limits.global_batch = 128;
+  limits.offload = true;
+  const ModelSpec llama = named("llama", "70b");
+  const std::vector<PlanCandidate> all = enumerate_candidates(registry, llama, limits);
+  REQUIRE_FALSE(all.empty());
+  std::set<std::string> sets;
+  std::set<std::array<int64_t, 3>> meshes;
+  for (const PlanCandidate& c : all) {
+    INFO(c.plugins);
+    CHECK(c.dp * c.pp * c.tp == 64);
+    CHECK(c.tp <= 8);
+    CHECK(llama.n_layer % c.pp == 0);
+    CHECK(c.dp * c.micro_batch * c.grad_accum == 128);
+    meshes.insert({c.dp, c.pp, c.tp});
+    sets.insert(c.sets.begin(), c.sets.end());
+    // A schedule only with stages, a tensor plugin only with tensor parallel.
+    const bool piped = std::find(c.sets.begin(), c.sets.end(), "parallel.pipeline=none") == c.sets.end();
+    const bool split = std::find(c.sets.begin(), c.sets.end(), "parallel.tensor=none") == c.sets.end();
+    CHECK(piped == (c.pp > 1));
+    CHECK(split == (c.tp > 1));
+  }
+  // tp 1, 2, 4, 8 with pp 1, 2, 4, 8, 16 (80 blocks), but not tp 8 with pp 16 (128 > 64): 19 meshes.
+  CHECK(meshes.size() == 19);
+  // The plugins' plan values (their schemas) and the core's, each tried.
+  for (const char* s : {"zero.stage=1", "zero.stage=2", "zero.stage=3", "fsdp.shard_size=0", "fsdp.shard_size=8",
+                        "megatron.sequence_parallel=true", "interleaved-1f1b.virtual_stages=4", "parallel.pipeline=gpipe",
+                        "parallel.offload=cpu", "cpu.params=true", "train.activation_checkpointing=\"selective\"",
+                        "data.micro_batch_size=8"}) {
+    INFO(s);
+    CHECK(sets.count(s) == 1);
+  }
+}
+
+TEST_CASE("a plugin schema's plan values must be valid values of the option", "[plan]") {
+  CHECK_THROWS_WITH(parse_schema("[stage]\ntype = \"int\"\ndefault = 1\nmax = 3\nplan = [1, 4]\ndoc = \"d\"\n", "zz",
+                                 "plugin 'zz'"),
+                    Contains("[zz].stage: 4 is above the maximum 3"));
+  CHECK_THROWS_WITH(parse_schema("[stage]\ntype = \"int\"\ndefault = 1\nplan = 2\ndoc = \"d\"\n", "zz", "plugin 'zz'"),
+                    Contains("the schema of plugin 'zz', key 'stage': plan must be an array"));
+}
+
+TEST_CASE("plait plan --model ranks what fits by tokens/s, sets the rest aside with why, and --write saves the best",
+          "[plan]") {
+  TempDir dir;
+  const auto written = dir / "best.toml";
+  const nlohmann::json j = search_json({"--model", "gpt2-124m", "--gpus", "8", "--hardware", "a100-80g",
+                                        "--global-batch", "64", "--top", "10", "--write", written.string()});
+  CHECK(j.at("model") == "gpt2 124m");
+  CHECK(j.at("candidates").get<int64_t>() ==
+        j.at("fitting").get<int64_t>() + j.at("out_of_memory").get<int64_t>() + j.at("refused").get<int64_t>());
+  const nlohmann::json& plans = j.at("plans");
+  REQUIRE(plans.size() == 10);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    CHECK(plans[i].at("fits").get<bool>());
+    CHECK(plans[i].at("gpus").get<int64_t>() == 8);
+    CHECK(plans[i].at("tokens_per_step").get<double>() == 64.0 * 1024);
+    if (i > 0) CHECK(plans[i].at("tokens_per_s_per_gpu").get<double>() <= plans[i - 1].at("tokens_per_s_per_gpu").get<double>());
+  }
+  // The plugins' own refusals are among what was set aside, in their words.
+  bool zero_said = false;
+  for (const auto& group : j.at("set_aside")) {
+    zero_said = zero_said || group.at("example").get<std::string>().find("zero: ") != std::string::npos;
+  }
+  CHECK(zero_said);
+
+  // The written config is valid and, explained, predicts what the search did.
+  const std::string text = read_file(written);
+  CHECK_THAT(text, Contains("# plait plan: the best of ") && Contains("device = \"cuda\""));
+  const ProcessResult valid = run_plait({"config", "validate", written.string(), "--set", "train.device=cpu"});
+  INFO(valid.output);
+  CHECK(valid.exit_code == 0);
+  const nlohmann::json e =
+      plait_json({"plan", "--explain", written.string(), "--hardware", "a100-80g", "--set", "train.device=cpu"});
+  CHECK(e.at("phases").at("step_ms").get<double>() == Approx(plans[0].at("phases").at("step_ms").get<double>()));
+  CHECK(e.at("ranks").at(0).at("device_bytes") == plans[0].at("ranks").at(0).at("device_bytes"));
+}
+
+TEST_CASE("plait plan --model says when nothing fits, and refuses what it cannot plan before searching", "[plan]") {
+  // An A100 node with 64 GiB of host memory: llama 70b does not fit on 2, offloaded or not.
+  TempDir dir;
+  const fs::path small = write_file(dir / "small-host.toml", concat("extends = \"", shipped_hardware_dir(),
+                                                                    "/a100-80g.toml\"\n[node]\nhost_memory_gib = 64.0\n"));
+  const nlohmann::json none = search_json({"--model", "llama-70b", "--gpus", "2", "--hardware", small.string(),
+                                           "--global-batch", "8"});
+  CHECK(none.at("fitting").get<int64_t>() == 0);
+  CHECK(none.at("out_of_memory").get<int64_t>() > 0);
+  CHECK(none.at("plans").empty());
+  const ProcessResult nothing = run_plait({"plan", "--model", "llama-70b", "--gpus", "2", "--hardware", small.string(),
+                                           "--global-batch", "8", "--write", (dir / "best.toml").string()});
+  CHECK(nothing.exit_code == 1);
+  CHECK_THAT(nothing.output, Contains("--write ") && Contains(": no plan fits, so none is written"));
+  CHECK_FALSE(fs::exists(dir / "best.toml"));
+
+  const ProcessResult unknown = run_plait({"plan", "--model", "llama-9b", "--gpus", "8"});
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.output, Contains("--model llama-9b: not a model plait knows as family-size") &&
+                                 Contains("`plait models` lists them"));
+  const ProcessResult no_gpus = run_plait({"plan", "--model", "llama-7b"});
+  CHECK(no_gpus.exit_code == 1);
+  CHECK_THAT(no_gpus.output, Contains("plait plan --model needs --gpus N"));
+  const ProcessResult both = run_plait({"plan", "--model", "llama-7b", "--explain", source_path("configs/quickstart.toml")});
+  CHECK(both.exit_code == 1);
+  CHECK_THAT(both.output, Contains("plait plan takes --model or --explain, not both"));
+  const ProcessResult neither = run_plait({"plan", "--gpus", "8"});
+  CHECK(neither.exit_code == 1);
+  CHECK_THAT(neither.output, Contains("plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG"));
+  write_file(dir / "taken.toml", "# mine\n");
+  const ProcessResult taken = run_plait({"plan", "--model", "gpt2-124m", "--gpus", "8", "--write", (dir / "taken.toml").string()});
+  CHECK(taken.exit_code == 1);
+  CHECK_THAT(taken.output, Contains("the file exists"));
+  CHECK(read_file(dir / "taken.toml") == "# mine\n");
+}
