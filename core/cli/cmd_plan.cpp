@@ -3,6 +3,7 @@
 // plugins' own cost models and the core's.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -10,6 +11,7 @@
 #include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
 #include "plan/plan_search.hpp"
+#include "plan/run_cost.hpp"
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "util/search_path.hpp"
@@ -35,13 +37,23 @@ std::vector<std::string> with_gpus(const PlanArgs& args) {
   return sets;
 }
 
+// What one save writes in all: the float32 weights and AdamW's two moments.
+double checkpoint_bytes(const ModelSpec& model) { return 12.0 * static_cast<double>(closed_form_params(model)); }
+
 int explain(const PlanArgs& args, const Hardware& hw) {
+  PLAIT_CHECK(args.scale.empty(), "--scale belongs to the search (--model), not to --explain",
+              "plait plan --model CONFIG --gpus N --scale 8,64,512 searches at each count");
   const PreparedRun run = prepare_run(args.explain, with_gpus(args), 0, /*scan_data=*/false);
   const ConfigPrediction p = predict_config(run, hw);
+  std::optional<RunCost> cost;
+  if (args.tokens) cost = price_run(hw, p, *args.tokens, checkpoint_bytes(run.model));
   if (args.json) {
-    std::printf("%s\n", prediction_json(p, hw, args.explain).dump(2).c_str());
+    nlohmann::ordered_json j = prediction_json(p, hw, args.explain);
+    if (cost) j["cost"] = cost_json(*cost);
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_prediction(p, hw, args.explain);
+    if (cost) print_cost(*cost, "this config");
   }
   return 0;
 }
@@ -93,6 +105,24 @@ void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchRe
   write_file_atomically(*args.write, header + config.to_toml(false));
 }
 
+// The best plan at each of --scale's accelerator counts, priced with --tokens.
+std::vector<ScaleRow> scale_rows(const PlanArgs& args, const SearchBase& base, const Hardware& hw,
+                                 const SearchLimits& limits) {
+  std::vector<ScaleRow> rows;
+  for (const int64_t gpus : args.scale) {
+    SearchLimits at = limits;
+    at.gpus = gpus;
+    PlanSearchResult r = search_plans(base.config, base.sets, hw, at);
+    ScaleRow row{gpus, r.candidates, std::nullopt, std::nullopt};
+    if (!r.fitting.empty()) {
+      row.best = std::move(r.fitting.front());
+      if (args.tokens) row.cost = price_run(hw, *row.best->prediction, *args.tokens, checkpoint_bytes(r.model));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 int search(const PlanArgs& args, const Hardware& hw) {
   PLAIT_CHECK(args.gpus.has_value(), "plait plan --model needs --gpus N: the accelerators to plan for",
               "e.g. plait plan --model llama-70b --gpus 1024 --hardware h100-sxm");
@@ -108,12 +138,21 @@ int search(const PlanArgs& args, const Hardware& hw) {
   limits.global_batch = args.global_batch.value_or(kDefaultGlobalBatch);
   limits.offload = true;
   const PlanSearchResult r = search_plans(base.config, base.sets, hw, limits);
+  std::optional<RunCost> cost;
+  if (args.tokens && !r.fitting.empty()) {
+    cost = price_run(hw, *r.fitting.front().prediction, *args.tokens, checkpoint_bytes(r.model));
+  }
+  const std::vector<ScaleRow> scale = scale_rows(args, base, hw, limits);
   if (args.json) {
     nlohmann::ordered_json j = search_json(r, hw, *args.gpus, args.top);
+    if (cost) j["cost"] = cost_json(*cost);
+    if (!scale.empty()) j["scale"] = scale_json(scale, hw);
     if (args.write && !r.fitting.empty()) j["written"] = *args.write;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_search(r, hw, *args.gpus, args.top);
+    if (cost) print_cost(*cost, "plan 1");
+    if (!scale.empty()) print_scale(scale);
   }
   if (args.write) {
     write_best(args, base, r, hw);

@@ -148,9 +148,10 @@ struct DebugArgs {
 int debug_run(const DebugArgs& args);
 
 // plait plan --model NAME|CONFIG --gpus N [--hardware H] [--seq-len S] [--global-batch B]
-// [--top K] [--json] [--write FILE]: every strategy combination of the model on N
-// accelerators, what does not fit or is refused set aside with why, the rest ranked by
-// tokens/s per accelerator.
+// [--top K] [--json] [--write FILE] [--tokens T] [--scale N1,N2,...]: every strategy
+// combination of the model on N accelerators, what does not fit or is refused set aside
+// with why, the rest ranked by tokens/s per accelerator; T tokens priced; the best plan
+// at each accelerator count of --scale.
 // plait plan --explain CONFIG [--hardware H] [--gpus N] [--json]: one config's predicted
 // memory per accelerator and step time by phase.
 struct PlanArgs {
@@ -162,6 +163,8 @@ struct PlanArgs {
   std::optional<int64_t> seq_len, global_batch;  // global batch in sequences
   int64_t top = 5;
   std::optional<std::string> write;  // the best plan as a config
+  std::optional<double> tokens;      // price a run of this many tokens
+  std::vector<int64_t> scale;        // search again at each of these accelerator counts
   bool json = false;
 };
 int plan(const PlanArgs& args);

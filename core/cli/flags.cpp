@@ -1,5 +1,6 @@
 #include "cli/flags.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -22,6 +23,19 @@ std::optional<int64_t> integer_flag(const std::string& flag, const std::optional
               concat(flag, " ", shown, " is out of range: it takes ", min, " to ", max),
               concat("give ", flag, " a whole number from ", min, " to ", max, ", or leave it out for the default"));
   return value;
+}
+
+std::vector<int64_t> integer_list_flag(const std::string& flag, const std::optional<std::string>& text, int64_t min,
+                                       int64_t max) {
+  std::vector<int64_t> out;
+  if (!text) return out;
+  std::size_t from = 0;
+  while (from <= text->size()) {
+    const std::size_t comma = std::min(text->find(',', from), text->size());
+    out.push_back(*integer_flag(flag, text->substr(from, comma - from), min, max));
+    from = comma + 1;
+  }
+  return out;
 }
 
 std::optional<double> positive_number_flag(const std::string& flag, const std::optional<std::string>& text) {

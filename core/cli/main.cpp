@@ -104,7 +104,7 @@ struct Commands {
   std::optional<std::string> export_shard_mb;
   CLI::App* export_cmd = nullptr;
   PlanArgs plan_args;
-  std::optional<std::string> plan_gpus, plan_seq_len, plan_global_batch, plan_top;
+  std::optional<std::string> plan_gpus, plan_seq_len, plan_global_batch, plan_top, plan_tokens, plan_scale;
   CLI::App* plan_cmd = nullptr;
   DebugArgs debug_args;
   std::optional<std::string> debug_wait;
@@ -210,6 +210,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plan_cmd->add_option("--global-batch", c.plan_global_batch, "Sequences per optimizer step (default 512)");
   c.plan_cmd->add_option("--top", c.plan_top, "Plans to list (default 5)");
   c.plan_cmd->add_option("--write", c.plan_args.write, "Save the best plan as a config here (a new file)");
+  c.plan_cmd->add_option("--tokens", c.plan_tokens,
+                         "Price a run of this many tokens (e.g. 2e12): days, accelerator-hours, cost, interruptions");
+  c.plan_cmd->add_option("--scale", c.plan_scale, "Accelerator counts to find the best plan at, e.g. 8,64,512,4096");
   c.plan_cmd->add_option("--set", c.plan_args.sets, "Override a value: table.key=value (repeatable)")
       ->allow_extra_args(false);
   c.plan_cmd->add_option("--hardware", c.plan_args.hardware,
@@ -286,6 +289,8 @@ int dispatch(CLI::App& app, Commands& c) {
     c.plan_args.seq_len = integer_flag("--seq-len", c.plan_seq_len, 1, int64_t{1} << 24);
     c.plan_args.global_batch = integer_flag("--global-batch", c.plan_global_batch, 1, int64_t{1} << 30);
     c.plan_args.top = integer_flag("--top", c.plan_top, 1, 10000).value_or(c.plan_args.top);
+    c.plan_args.tokens = positive_number_flag("--tokens", c.plan_tokens);
+    c.plan_args.scale = integer_list_flag("--scale", c.plan_scale, 1, int64_t{1} << 24);
     return plan(c.plan_args);
   }
   if (*c.debug_cmd) {

@@ -1,6 +1,7 @@
 #include "cli/plan_report.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -210,6 +211,70 @@ void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, i
   if (!groups.empty()) std::printf("\nset aside, the commonest reasons first:\n");
   for (std::size_t i = 0; i < groups.size() && i < 5; ++i) {
     std::printf("%8lld x  %s\n", static_cast<long long>(groups[i].second.count), groups[i].second.example.c_str());
+  }
+}
+
+
+
+nlohmann::ordered_json cost_json(const RunCost& c) {
+  nlohmann::ordered_json j = {{"tokens", c.tokens},
+                              {"steps", c.steps},
+                              {"training_hours", c.training_hours},
+                              {"save_seconds", c.save_seconds},
+                              {"save_interval_hours", c.save_interval_hours},
+                              {"interruptions", c.interruptions},
+                              {"wall_hours", c.wall_hours},
+                              {"wall_days", c.wall_hours / 24.0},
+                              {"gpu_hours", c.gpu_hours},
+                              {"currency", c.currency}};
+  if (c.on_demand) j["on_demand"] = *c.on_demand;
+  if (c.reserved) j["reserved"] = *c.reserved;
+  return j;
+}
+
+void print_cost(const RunCost& c, const std::string& plan) {
+  std::printf("\n%.3g tokens with %s: %.0f steps, %.1f days (%.1f of them the steps; a save of %.0f s every %.1f h; "
+              "about %.0f interruptions, each its restart and half an interval trained again); %.0f accelerator-hours",
+              c.tokens, plan.c_str(), c.steps, c.wall_hours / 24.0, c.training_hours / 24.0, c.save_seconds,
+              c.save_interval_hours, c.interruptions, c.gpu_hours);
+  if (c.on_demand) std::printf("; %.0f %s on demand", *c.on_demand, c.currency.c_str());
+  if (c.reserved) std::printf(", %.0f %s reserved", *c.reserved, c.currency.c_str());
+  std::printf("\n");
+}
+
+nlohmann::ordered_json scale_json(const std::vector<ScaleRow>& rows, const Hardware& hw) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ScaleRow& row : rows) {
+    nlohmann::ordered_json j = {{"gpus", row.gpus}, {"candidates", row.candidates}};
+    if (row.best) {
+      j["best"] = prediction_json(*row.best->prediction, hw, "");
+      j["best"].erase("config");
+      j["best"]["plugins"] = row.best->candidate.plugins;
+    }
+    if (row.cost) j["cost"] = cost_json(*row.cost);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+void print_scale(const std::vector<ScaleRow>& rows) {
+  std::printf("\nthe best plan by accelerator count:\n%8s %12s %6s %13s %8s %10s %14s  %s\n", "GPUs", "tokens/s/GPU",
+              "MFU", "dp x pp x tp", "mb x m", "days", "cost", "plugins");
+  for (const ScaleRow& row : rows) {
+    if (!row.best) {
+      std::printf("%8lld  no plan fits (of %lld candidates)\n", static_cast<long long>(row.gpus),
+                  static_cast<long long>(row.candidates));
+      continue;
+    }
+    const ConfigPrediction& p = *row.best->prediction;
+    const PlanCandidate& c = row.best->candidate;
+    const std::string days = row.cost ? concat(std::lround(row.cost->wall_hours / 2.4) / 10.0) : "-";
+    const std::string cost = row.cost && row.cost->on_demand
+                                 ? concat(std::llround(*row.cost->on_demand), " ", row.cost->currency)
+                                 : "-";
+    std::printf("%8lld %12.1f %5.1f%% %13s %8s %10s %14s  %s\n", static_cast<long long>(row.gpus),
+                p.tokens_per_s_per_gpu, 100.0 * p.mfu, concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(),
+                concat(c.micro_batch, " x ", c.grad_accum).c_str(), days.c_str(), cost.c_str(), c.plugins.c_str());
   }
 }
 

@@ -2,6 +2,8 @@
 // What `plait plan` prints: one config's prediction (--explain, and the search's best),
 // and the search's ranking with what it set aside; as text or as JSON.
 #include <cstdint>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "plan/config_prediction.hpp"
 #include "plan/hardware.hpp"
 #include "plan/plan_search.hpp"
+#include "plan/run_cost.hpp"
 
 namespace plait::cli {
 
@@ -19,5 +22,19 @@ void print_prediction(const ConfigPrediction& p, const Hardware& hw, const std::
 // grouped by their reason.
 nlohmann::ordered_json search_json(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
 void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
+
+// A run of RunCost's tokens with a plan: its days, accelerator-hours and price.
+nlohmann::ordered_json cost_json(const RunCost& c);
+void print_cost(const RunCost& c, const std::string& plan);
+
+// The best plan at each accelerator count (--scale).
+struct ScaleRow {
+  int64_t gpus = 0;
+  int64_t candidates = 0;
+  std::optional<PlanOutcome> best;  // none fits
+  std::optional<RunCost> cost;      // with --tokens
+};
+nlohmann::ordered_json scale_json(const std::vector<ScaleRow>& rows, const Hardware& hw);
+void print_scale(const std::vector<ScaleRow>& rows);
 
 }  // namespace plait::cli

@@ -4,6 +4,7 @@
 // `plait plan --explain` predicts the same.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -155,4 +156,30 @@ TEST_CASE("plait plan --model says when nothing fits, and refuses what it cannot
   CHECK(taken.exit_code == 1);
   CHECK_THAT(taken.output, Contains("the file exists"));
   CHECK(read_file(dir / "taken.toml") == "# mine\n");
+}
+
+TEST_CASE("plait plan --tokens prices the best plan's run, and --scale finds the best at each accelerator count",
+          "[plan]") {
+  const nlohmann::json j = search_json({"--model", "gpt2-124m", "--gpus", "8", "--hardware", "a100-80g",
+                                        "--global-batch", "64", "--tokens", "1e10", "--scale", "8,16"});
+  const nlohmann::json& cost = j.at("cost");
+  const nlohmann::json& best = j.at("plans").at(0);
+  CHECK(cost.at("steps").get<double>() == std::ceil(1e10 / best.at("tokens_per_step").get<double>()));
+  CHECK(cost.at("training_hours").get<double>() ==
+        Approx(cost.at("steps").get<double>() * best.at("phases").at("step_ms").get<double>() / 3.6e6));
+  CHECK(cost.at("wall_hours").get<double>() >= cost.at("training_hours").get<double>());
+  CHECK(cost.at("gpu_hours").get<double>() == Approx(8 * cost.at("wall_hours").get<double>()));
+  CHECK(cost.at("on_demand").get<double>() == Approx(1.80 * cost.at("gpu_hours").get<double>()));  // a100-80g.toml
+  const nlohmann::json& scale = j.at("scale");
+  REQUIRE(scale.size() == 2);
+  CHECK(scale[0].at("gpus").get<int64_t>() == 8);
+  CHECK(scale[1].at("gpus").get<int64_t>() == 16);
+  // At 8 the scale's best is the search's own.
+  CHECK(scale[0].at("best").at("tokens_per_s_per_gpu") == best.at("tokens_per_s_per_gpu"));
+  CHECK(scale[1].at("best").at("gpus").get<int64_t>() == 16);
+  CHECK(scale[1].at("cost").at("gpu_hours").get<double>() > 0);
+
+  const ProcessResult bad = run_plait({"plan", "--model", "gpt2-124m", "--gpus", "8", "--scale", "8,x"});
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Contains("--scale x: expected a whole number"));
 }

@@ -1,0 +1,40 @@
+#include "plan/run_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+
+RunCost price_run(const Hardware& hw, const ConfigPrediction& plan, double tokens, double checkpoint_bytes) {
+  PLAIT_CHECK(tokens > 0, concat("--tokens ", tokens), "the tokens to train on, above 0 (e.g. 2e12)");
+  RunCost c;
+  c.tokens = tokens;
+  c.currency = hw.currency;
+  const auto gpus = static_cast<double>(plan.gpus());
+  c.steps = std::ceil(tokens / plan.tokens_per_step);
+  c.training_hours = c.steps * plan.phases.total() / 3600.0;
+  const double nodes = std::ceil(gpus / static_cast<double>(hw.gpus_per_node));
+  c.save_seconds = checkpoint_bytes / (nodes * hw.checkpoint_gbps * 1e9);
+  const double rate = hw.interruptions_per_gpu_hour * gpus;  // the job's interruptions per hour
+  const double restart_hours = hw.restart_minutes / 60.0;
+  double lost_share = 0;  // of the wall-clock time, to interruptions
+  if (rate > 0) {
+    c.save_interval_hours = std::sqrt(2.0 * (c.save_seconds / 3600.0) / rate);
+    lost_share = rate * (restart_hours + c.save_interval_hours / 2.0);
+  }
+  PLAIT_CHECK(lost_share < 1,
+              concat("on ", plan.gpus(), " accelerators a job is interrupted every ", 60.0 / rate,
+                     " minutes, more often than it can restart and save (", hw.restart_minutes, " minutes to restart)"),
+              "fewer accelerators, a faster restart or a faster checkpoint store in the hardware file's [reliability]");
+  const double saving = c.save_interval_hours > 0 ? 1.0 + c.save_seconds / 3600.0 / c.save_interval_hours : 1.0;
+  c.wall_hours = c.training_hours * saving / (1.0 - lost_share);
+  c.interruptions = rate * c.wall_hours;
+  c.gpu_hours = c.wall_hours * gpus;
+  if (hw.on_demand_per_gpu_hour) c.on_demand = c.gpu_hours * *hw.on_demand_per_gpu_hour;
+  if (hw.reserved_per_gpu_hour) c.reserved = c.gpu_hours * *hw.reserved_per_gpu_hour;
+  return c;
+}
+
+}  // namespace plait
