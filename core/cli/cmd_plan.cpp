@@ -43,17 +43,23 @@ double checkpoint_bytes(const ModelSpec& model) { return 12.0 * static_cast<doub
 int explain(const PlanArgs& args, const Hardware& hw) {
   PLAIT_CHECK(args.scale.empty(), "--scale belongs to the search (--model), not to --explain",
               "plait plan --model CONFIG --gpus N --scale 8,64,512 searches at each count");
-  const PreparedRun run = prepare_run(args.explain, with_gpus(args), 0, /*scan_data=*/false);
+  std::optional<MeasuredRun> measured;
+  if (!args.against.empty()) measured = read_measured_run(args.against);
+  PlanArgs asked = args;
+  if (asked.explain.empty()) asked.explain = measured->config;
+  const PreparedRun run = prepare_run(asked.explain, with_gpus(asked), 0, /*scan_data=*/false);
   const ConfigPrediction p = predict_config(run, hw);
   std::optional<RunCost> cost;
   if (args.tokens) cost = price_run(hw, p, *args.tokens, checkpoint_bytes(run.model));
   if (args.json) {
-    nlohmann::ordered_json j = prediction_json(p, hw, args.explain);
+    nlohmann::ordered_json j = prediction_json(p, hw, asked.explain);
     if (cost) j["cost"] = cost_json(*cost);
+    if (measured) j["against"] = against_json(p, *measured);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    print_prediction(p, hw, args.explain);
+    print_prediction(p, hw, asked.explain);
     if (cost) print_cost(*cost, "this config");
+    if (measured) print_against(p, *measured);
   }
   return 0;
 }
@@ -164,12 +170,13 @@ int search(const PlanArgs& args, const Hardware& hw) {
 }  // namespace
 
 int plan(const PlanArgs& args) {
-  PLAIT_CHECK(args.explain.empty() != args.model.empty(),
-              args.explain.empty() ? "plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG"
-                                   : "plait plan takes --model or --explain, not both",
+  const bool explaining = !args.explain.empty() || !args.against.empty();
+  PLAIT_CHECK(explaining != !args.model.empty(),
+              explaining ? "plait plan takes --model or --explain (--against), not both"
+                         : "plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG",
               "`plait plan --help` lists what each takes");
   const Hardware hw = load_hardware(args.hardware);
-  return args.explain.empty() ? search(args, hw) : explain(args, hw);
+  return explaining ? explain(args, hw) : search(args, hw);
 }
 
 }  // namespace plait::cli

@@ -152,10 +152,11 @@ int debug_run(const DebugArgs& args);
 // combination of the model on N accelerators, what does not fit or is refused set aside
 // with why, the rest ranked by tokens/s per accelerator; T tokens priced; the best plan
 // at each accelerator count of --scale.
-// plait plan --explain CONFIG [--hardware H] [--gpus N] [--json]: one config's predicted
-// memory per accelerator and step time by phase.
+// plait plan --explain CONFIG [--hardware H] [--gpus N] [--against RUN] [--json]: one
+// config's predicted memory per accelerator and step time by phase, beside a run's own.
 struct PlanArgs {
   std::string explain;              // the config to explain
+  std::string against;              // a run to set beside it (its config.lock.toml when there is no --explain)
   std::string model;                // the search's: "llama-70b" (family-size) or a config
   std::vector<std::string> sets;
   std::string hardware = "h100-sxm";  // a shipped machine's name or a hardware file

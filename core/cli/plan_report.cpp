@@ -278,4 +278,83 @@ void print_scale(const std::vector<ScaleRow>& rows) {
   }
 }
 
+namespace {
+
+struct SideBySide {
+  std::string what;
+  double predicted, measured;  // ms, or bytes, or tokens/s
+};
+
+double measured_phase(const MeasuredRun& m, const std::string& name) {
+  const auto it = m.phase_ms.find(name);
+  return it == m.phase_ms.end() ? 0.0 : it->second;
+}
+
+std::vector<SideBySide> phase_rows(const ConfigPrediction& p, const MeasuredRun& m) {
+  const StepPhases& s = p.phases;
+  auto got = [&](std::initializer_list<const char*> names) {
+    double sum = 0;
+    for (const char* n : names) sum += measured_phase(m, n);
+    return sum;
+  };
+  return {{"compute (products, memory-bound kernels)", 1e3 * (s.compute + s.memory_bound), got({"forward", "backward"})},
+          {"tensor parallel comm (exposed)", 1e3 * s.tp_comm, got({"comm.tp"})},
+          {"pipeline sends and idle", 1e3 * (s.pp_comm + s.bubble), got({"comm.pp", "pipeline_idle"})},
+          {"data parallel comm (exposed)", 1e3 * s.dp_comm, got({"comm.dp"})},
+          {"optimizer and offload", 1e3 * (s.optimizer + s.offload), got({"optimizer"})},
+          {"other (data, metrics, saves, the core's)", 0.0,
+           got({"data", "metrics", "checkpoint", "other", "comm.other"})},
+          {"step", 1e3 * s.total(), m.step_ms}};
+}
+
+std::vector<SideBySide> memory_rows(const ConfigPrediction& p, const MeasuredRun& m) {
+  const RankMemory& r = p.ranks.front();
+  auto d = [](int64_t b) { return static_cast<double>(b); };
+  return {{"parameters", d(r.state.params), d(m.param_bytes)},
+          {"gradients", d(r.state.grads), d(m.grad_bytes)},
+          {"optimizer state", d(r.state.optimizer), d(m.optimizer_bytes)},
+          {"activations held", d(r.activations), d(m.activation_bytes)},
+          {"peak (the predicted total)", d(r.device()), d(m.peak_mem_bytes)}};
+}
+
+nlohmann::ordered_json rows_json(const std::vector<SideBySide>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const SideBySide& r : rows) out[r.what] = {{"predicted", r.predicted}, {"measured", r.measured}};
+  return out;
+}
+
+std::string ratio(double measured, double predicted) {
+  if (predicted <= 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", measured / predicted);
+  return text;
+}
+
+}  // namespace
+
+nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m) {
+  return {{"run", m.folder},
+          {"steps", m.steps},
+          {"phases_ms", rows_json(phase_rows(p, m))},
+          {"rank_0_bytes", rows_json(memory_rows(p, m))},
+          {"tokens_per_s_per_gpu",
+           {{"predicted", p.tokens_per_s_per_gpu}, {"measured", m.tokens_per_s / static_cast<double>(p.gpus())}}}};
+}
+
+void print_against(const ConfigPrediction& p, const MeasuredRun& m) {
+  std::printf("\nagainst %s (the median of %lld steps), rank 0:\n%-44s %12s %12s %9s\n", m.folder.c_str(),
+              static_cast<long long>(m.steps), "phase", "predicted", "measured", "ratio");
+  for (const SideBySide& r : phase_rows(p, m)) {
+    std::printf("%-44s %9.3f ms %9.3f ms %9s\n", r.what.c_str(), r.predicted, r.measured,
+                ratio(r.measured, r.predicted).c_str());
+  }
+  for (const SideBySide& r : memory_rows(p, m)) {
+    std::printf("%-44s %12s %12s %9s\n", r.what.c_str(), human_bytes(static_cast<int64_t>(r.predicted)).c_str(),
+                human_bytes(static_cast<int64_t>(r.measured)).c_str(), ratio(r.measured, r.predicted).c_str());
+  }
+  const double measured = m.tokens_per_s / static_cast<double>(p.gpus());
+  std::printf("%-44s %12.1f %12.1f %9s\n", "tokens/s per accelerator", p.tokens_per_s_per_gpu, measured,
+              ratio(measured, p.tokens_per_s_per_gpu).c_str());
+}
+
 }  // namespace plait::cli

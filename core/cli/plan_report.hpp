@@ -10,6 +10,7 @@
 
 #include "plan/config_prediction.hpp"
 #include "plan/hardware.hpp"
+#include "plan/measured_run.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
 
@@ -26,6 +27,11 @@ void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, i
 // A run of RunCost's tokens with a plan: its days, accelerator-hours and price.
 nlohmann::ordered_json cost_json(const RunCost& c);
 void print_cost(const RunCost& c, const std::string& plan);
+
+// A config's prediction beside a run's measurement (--against), phase by phase, with
+// rank 0's memory (pipeline rank 0's prediction) and tokens/s per accelerator.
+nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m);
+void print_against(const ConfigPrediction& p, const MeasuredRun& m);
 
 // The best plan at each accelerator count (--scale).
 struct ScaleRow {

@@ -1,7 +1,10 @@
 // plait plan --explain: one config's predicted memory and step time on a machine, as text
 // and as JSON, the same figures the planner computes; --gpus, and the refusals.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -107,4 +110,42 @@ TEST_CASE("plait plan --explain says what does not fit, and refuses what it cann
   const ProcessResult no_gpus = run_plait(explain_args({}, {"--gpus", "0"}));
   CHECK(no_gpus.exit_code != 0);
   CHECK_THAT(no_gpus.output, Contains("--gpus"));
+}
+
+TEST_CASE("plait plan --against RUN sets the run's own phases and memory beside its config's prediction", "[plan]") {
+  TempDir dir;
+  const ProcessResult ran = run_quickstart(dir / "run", 4, {"checkpoint.final=false"});
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  const nlohmann::json j = plait_json({"plan", "--against", (dir / "run").string(), "--hardware", "a100-80g"});
+  const nlohmann::json& a = j.at("against");
+  CHECK(a.at("steps").get<int64_t>() == 3);  // the first step warms up
+  // The medians of steps 2 to 4, as metrics.jsonl has them.
+  std::vector<nlohmann::json> steps = read_metrics(dir / "run");
+  REQUIRE(steps.size() == 4);
+  auto median_of = [&](const std::function<double(const nlohmann::json&)>& f) {
+    std::vector<double> v = {f(steps[1]), f(steps[2]), f(steps[3])};
+    std::sort(v.begin(), v.end());
+    return v[1];
+  };
+  CHECK(a.at("phases_ms").at("step").at("measured").get<double>() ==
+        Approx(median_of([](const nlohmann::json& s) { return s.at("step_ms").get<double>(); })));
+  CHECK(a.at("phases_ms").at("data parallel comm (exposed)").at("measured").get<double>() ==
+        Approx(median_of([](const nlohmann::json& s) { return s.value("time.comm_exposed.dp.all_reduce_ms", 0.0); })));
+  CHECK(a.at("phases_ms").at("step").at("predicted").get<double>() == Approx(j.at("phases").at("step_ms").get<double>()));
+  // Memory as the cost model and the activation model have it: rank 0's, exactly or nearly.
+  const nlohmann::json& bytes = a.at("rank_0_bytes");
+  CHECK(bytes.at("parameters").at("predicted") == bytes.at("parameters").at("measured"));
+  CHECK(bytes.at("optimizer state").at("predicted") == bytes.at("optimizer state").at("measured"));
+  CHECK(bytes.at("activations held").at("predicted").get<double>() ==
+        Approx(bytes.at("activations held").at("measured").get<double>()).epsilon(0.005));
+
+  const ProcessResult not_run = run_plait({"plan", "--against", dir.path().string()});
+  CHECK(not_run.exit_code == 1);
+  CHECK_THAT(not_run.output, Contains(": not a run folder (it has no config.lock.toml)"));
+  const ProcessResult untimed_run = run_quickstart(dir / "untimed", 2, {"train.phase_timing=false", "checkpoint.final=false"});
+  REQUIRE(untimed_run.exit_code == 0);
+  const ProcessResult untimed = run_plait({"plan", "--against", (dir / "untimed").string()});
+  CHECK(untimed.exit_code == 1);
+  CHECK_THAT(untimed.output, Contains("the run timed no phases ([train] phase_timing = false)"));
 }

@@ -147,7 +147,7 @@ TEST_CASE("plait plan --model says when nothing fits, and refuses what it cannot
   CHECK_THAT(no_gpus.output, Contains("plait plan --model needs --gpus N"));
   const ProcessResult both = run_plait({"plan", "--model", "llama-7b", "--explain", source_path("configs/quickstart.toml")});
   CHECK(both.exit_code == 1);
-  CHECK_THAT(both.output, Contains("plait plan takes --model or --explain, not both"));
+  CHECK_THAT(both.output, Contains("plait plan takes --model or --explain (--against), not both"));
   const ProcessResult neither = run_plait({"plan", "--gpus", "8"});
   CHECK(neither.exit_code == 1);
   CHECK_THAT(neither.output, Contains("plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG"));
