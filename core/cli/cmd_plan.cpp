@@ -1,15 +1,18 @@
 // plait plan: the fastest strategy that fits a model on N accelerators (--model), or one
 // config's predicted memory per accelerator and step time by phase (--explain), from the
 // plugins' own cost models and the core's.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/plan_report.hpp"
 #include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
+#include "plan/calibrate.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
 #include "run/prepare.hpp"
@@ -167,9 +170,42 @@ int search(const PlanArgs& args, const Hardware& hw) {
   return 0;
 }
 
+// This machine measured: cpu-local among this user's machines, or --write's new file.
+int calibrate(const PlanArgs& args) {
+  PLAIT_CHECK(args.explain.empty() && args.against.empty() && args.model.empty(),
+              "plait plan --calibrate measures this machine and takes no --model, --explain or --against",
+              "run it alone: plait plan --calibrate [--write FILE]");
+  std::error_code ec;
+  fs::path target;
+  if (args.write) {
+    PLAIT_CHECK(!fs::exists(*args.write, ec), concat("--write ", *args.write, ": the file exists"),
+                "name a new file; plait plan does not replace one");
+    target = *args.write;
+  } else {
+    PLAIT_CHECK(!user_hardware_dir().empty(), "plait plan --calibrate: no home folder to keep cpu-local in",
+                "set HOME or XDG_CONFIG_HOME, or give --write FILE");
+    target = fs::path(user_hardware_dir()) / "cpu-local.toml";
+    fs::create_directories(target.parent_path(), ec);
+    PLAIT_CHECK(!ec, concat("cannot create ", target.parent_path().string(), ": ", ec.message()),
+                "give --write FILE in a folder you can write");
+  }
+  const int ranks = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  std::printf("measuring this machine: products, memory, AdamW, and gloo between %d ranks (about a minute)\n", ranks);
+  std::fflush(stdout);
+  const std::string text = calibrate_machine(discover_plugins(), "gloo", ranks);
+  write_file_atomically(target.string(), text);
+  const Hardware hw = load_hardware(target.string());  // what was written reads back whole
+  std::printf("%s: fp32 %.1f GFLOP/s a rank at best, memory %.1f GB/s, all-reduce %.0f us + %.2f GB/s\n"
+              "written to %s; plan with --hardware %s\n",
+              hw.name.c_str(), hw.peak_fp32_tflops * 1e3, hw.memory_gbps, hw.intra_node.all_reduce.latency_us,
+              hw.intra_node.all_reduce.bus_gbps, target.c_str(), args.write ? target.c_str() : "cpu-local");
+  return 0;
+}
+
 }  // namespace
 
 int plan(const PlanArgs& args) {
+  if (args.calibrate) return calibrate(args);
   const bool explaining = !args.explain.empty() || !args.against.empty();
   PLAIT_CHECK(explaining != !args.model.empty(),
               explaining ? "plait plan takes --model or --explain (--against), not both"

@@ -154,6 +154,7 @@ int debug_run(const DebugArgs& args);
 // at each accelerator count of --scale.
 // plait plan --explain CONFIG [--hardware H] [--gpus N] [--against RUN] [--json]: one
 // config's predicted memory per accelerator and step time by phase, beside a run's own.
+// plait plan --calibrate [--write FILE]: this machine measured as the hardware cpu-local.
 struct PlanArgs {
   std::string explain;              // the config to explain
   std::string against;              // a run to set beside it (its config.lock.toml when there is no --explain)
@@ -166,6 +167,7 @@ struct PlanArgs {
   std::optional<std::string> write;  // the best plan as a config
   std::optional<double> tokens;      // price a run of this many tokens
   std::vector<int64_t> scale;        // search again at each of these accelerator counts
+  bool calibrate = false;            // measure this machine into cpu-local (or --write's file)
   bool json = false;
 };
 int plan(const PlanArgs& args);

@@ -215,6 +215,8 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plan_cmd->add_option("--tokens", c.plan_tokens,
                          "Price a run of this many tokens (e.g. 2e12): days, accelerator-hours, cost, interruptions");
   c.plan_cmd->add_option("--scale", c.plan_scale, "Accelerator counts to find the best plan at, e.g. 8,64,512,4096");
+  c.plan_cmd->add_flag("--calibrate", c.plan_args.calibrate,
+                       "Measure this machine (GEMMs, memory, AdamW, gloo between its cores) as the hardware cpu-local");
   c.plan_cmd->add_option("--set", c.plan_args.sets, "Override a value: table.key=value (repeatable)")
       ->allow_extra_args(false);
   c.plan_cmd->add_option("--hardware", c.plan_args.hardware,

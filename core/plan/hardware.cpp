@@ -1,6 +1,7 @@
 #include "plan/hardware.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 
@@ -163,6 +164,16 @@ double Hardware::gemm_efficiency_at(double size) const {
 
 double Hardware::usable_memory_bytes() const { return (memory_gib - reserved_gib) * 1024.0 * 1024.0 * 1024.0; }
 
+std::string user_hardware_dir() {
+  if (const char* config = std::getenv("XDG_CONFIG_HOME"); config != nullptr && *config != '\0') {
+    return (fs::path(config) / "plait" / "hardware").string();
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    return (fs::path(home) / ".config" / "plait" / "hardware").string();
+  }
+  return "";
+}
+
 std::string shipped_hardware_dir() { return (install_prefix() / "share" / "plait" / "hardware").string(); }
 
 std::vector<std::string> shipped_hardware() {
@@ -175,16 +186,25 @@ std::vector<std::string> shipped_hardware() {
   return names;
 }
 
+static std::string names_of(const std::vector<std::string>& names) {
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 Hardware load_hardware(const std::string& name_or_path) {
   if (names_a_file(name_or_path)) {
     PLAIT_CHECK(fs::is_regular_file(name_or_path), concat("hardware file ", name_or_path, " does not exist"),
-                "name a hardware file, or one of the shipped machines (plait plan --list-hardware)");
+                concat("name a hardware file that exists, or a machine by name (", names_of(shipped_hardware()), ")"));
     return hardware_from(load_config(name_or_path, {}));
   }
+  // This user's machines (`plait plan --calibrate` writes cpu-local there) come before the shipped ones.
+  const fs::path mine = fs::path(user_hardware_dir()) / (name_or_path + ".toml");
+  std::error_code ec;
+  if (!user_hardware_dir().empty() && fs::is_regular_file(mine, ec)) return hardware_from(load_config(mine.string(), {}));
   const std::vector<std::string> names = shipped_hardware();
   if (std::find(names.begin(), names.end(), name_or_path) == names.end()) {
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string list = names_of(names);
     // "h100" for "h100-sxm": a family named without its variant is no typo, but is meant.
     std::vector<std::string> variants;
     for (const auto& n : names) {
@@ -194,6 +214,7 @@ Hardware load_hardware(const std::string& name_or_path) {
         variants.size() == 1 ? concat(" (did you mean '", variants[0], "'?)") : did_you_mean(name_or_path, names);
     throw Error(concat("no hardware named '", name_or_path, "'", suggestion),
                 concat("the shipped machines are ", list.empty() ? "none (is " + shipped_hardware_dir() + " there?)" : list,
+                       name_or_path == "cpu-local" ? "; cpu-local is this machine once `plait plan --calibrate` measured it" : "",
                        "; or name a hardware file (a path ending in .toml)"));
   }
   return hardware_from(load_config((fs::path(shipped_hardware_dir()) / (name_or_path + ".toml")).string(), {}));

@@ -51,7 +51,8 @@ struct Hardware {
   double usable_memory_bytes() const;
 };
 
-// `name_or_path`: a shipped machine's name (`plait plan --hardware h100-sxm`) or a file.
+// `name_or_path`: a machine's name (`plait plan --hardware h100-sxm`: this user's first,
+// then the shipped ones) or a file.
 // Every figure is checked (units in the names, bounds, gemm points ascending and as
 // many as their efficiencies); errors name the file and line.
 Hardware load_hardware(const std::string& name_or_path);
@@ -59,5 +60,8 @@ Hardware load_hardware(const std::string& name_or_path);
 // The shipped hardware files' names, sorted, and the folder they are in.
 std::vector<std::string> shipped_hardware();
 std::string shipped_hardware_dir();
+// This user's machines, named like the shipped ones and read first:
+// $XDG_CONFIG_HOME/plait/hardware (or ~/.config/plait/hardware); empty without a home.
+std::string user_hardware_dir();
 
 }  // namespace plait

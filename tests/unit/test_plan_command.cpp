@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/config_prediction.hpp"
+#include "plan/hardware.hpp"
 #include "run/prepare.hpp"
 #include "support/test_support.hpp"
 
@@ -148,4 +150,38 @@ TEST_CASE("plait plan --against RUN sets the run's own phases and memory beside 
   const ProcessResult untimed = run_plait({"plan", "--against", (dir / "untimed").string()});
   CHECK(untimed.exit_code == 1);
   CHECK_THAT(untimed.output, Contains("the run timed no phases ([train] phase_timing = false)"));
+}
+
+TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --hardware cpu-local then reads", "[plan]") {
+  TempDir dir;
+  const std::map<std::string, std::string> home = {{"XDG_CONFIG_HOME", dir.path().string()}};
+  const ProcessResult before = run_plait(explain_args({}, {"--hardware", "cpu-local"}), home);
+  CHECK(before.exit_code == 1);
+  CHECK_THAT(before.output, Contains("no hardware named 'cpu-local'") &&
+                                Contains("cpu-local is this machine once `plait plan --calibrate` measured it"));
+  const ProcessResult measured = run_plait({"plan", "--calibrate"}, home);
+  INFO(measured.output);
+  REQUIRE(measured.exit_code == 0);
+  const fs::path file = dir / "plait" / "hardware" / "cpu-local.toml";
+  REQUIRE(fs::is_regular_file(file));
+  const Hardware hw = load_hardware(file.string());
+  CHECK(hw.peak_fp32_tflops > 0);
+  CHECK(hw.memory_gbps > 0);
+  CHECK(hw.gpus_per_node >= 2);
+  CHECK(hw.intra_node.all_reduce.bus_gbps > 0);
+  CHECK(hw.intra_node.send.latency_us > 0);
+  CHECK_THAT(read_file(file), Contains("links: gloo between "));
+  const ProcessResult explained = run_plait(explain_args({}, {"--hardware", "cpu-local"}), home);
+  INFO(explained.output);
+  CHECK(explained.exit_code == 0);
+  CHECK_THAT(explained.output, Contains("on 2 x cpu-local (this machine: "));
+
+  write_file(dir / "taken.toml", "# mine\n");
+  const ProcessResult taken = run_plait({"plan", "--calibrate", "--write", (dir / "taken.toml").string()}, home);
+  CHECK(taken.exit_code == 1);
+  CHECK_THAT(taken.output, Contains("the file exists"));
+  CHECK(read_file(dir / "taken.toml") == "# mine\n");
+  const ProcessResult mixed = run_plait({"plan", "--calibrate", "--model", "gpt2-124m"}, home);
+  CHECK(mixed.exit_code == 1);
+  CHECK_THAT(mixed.output, Contains("plait plan --calibrate measures this machine and takes no --model"));
 }

@@ -1,0 +1,77 @@
+#include "plan/calibrate.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include "plan/calibrate_compute.hpp"
+#include "plan/calibrate_links.hpp"
+#include "run/run_status.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+std::string fixed(double x, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.*f", digits, x);
+  return text;
+}
+
+std::string list(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out + "]";
+}
+
+double host_memory_gib() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0 * 1024.0);
+}
+
+void links(std::ostringstream& out, const char* table, const LinkModel& m) {
+  out << "\n[" << table << "]\n";
+  const std::pair<const char*, const CollectiveCost*> ops[] = {
+      {"all_reduce", &m.all_reduce}, {"all_gather", &m.all_gather}, {"reduce_scatter", &m.reduce_scatter}};
+  for (const auto& [name, cost] : ops) {
+    out << name << "_us = " << fixed(cost->latency_us, 1) << "\n"
+        << name << "_busbw_gbps = " << fixed(cost->bus_gbps, 3) << "\n";
+  }
+  out << "send_us = " << fixed(m.send.latency_us, 1) << "\nsend_gbps = " << fixed(m.send.bus_gbps, 3) << "\n";
+}
+
+}  // namespace
+
+std::string calibrate_machine(const PluginRegistry& registry, const std::string& comm_plugin, int ranks) {
+  const ComputeFigures c = measure_compute();
+  const LinkModel l = measure_links(registry, comm_plugin, ranks);
+  const double peak = *std::max_element(c.fp32_tflops.begin(), c.fp32_tflops.end());
+  std::vector<std::string> sizes, efficiency;
+  for (std::size_t i = 0; i < c.gemm_sizes.size(); ++i) {
+    sizes.push_back(std::to_string(c.gemm_sizes[i]));
+    efficiency.push_back(fixed(c.fp32_tflops[i] / peak, 3));
+  }
+  const double memory = host_memory_gib();
+  std::ostringstream out;
+  out << "# This machine as `plait plan --calibrate` measured it on " << utc_now() << ": each of its " << ranks
+      << " CPU ranks\n# is an accelerator (one intra-op thread each, as plait runs them). Measure again after a\n"
+      << "# change of machine; `plait plan --hardware cpu-local` reads it. Format: docs/planner.md.\n"
+      << "[hardware]\nname = \"this machine: " << ranks << " CPU ranks, " << fixed(memory, 1)
+      << " GiB (calibrated)\"\nsources = [\n"
+      << "  \"gemm: float32 square products by size, one thread (peak: the best size); bf16: the best of 256-1024\",\n"
+      << "  \"memory_gbps and host_link_gbps: a 128 MiB copy, bytes read and written\",\n"
+      << "  \"host_adam_gbps: AdamW's step over 8M float32 parameters (parameter, gradient, moments)\",\n"
+      << "  \"links: " << comm_plugin << " between " << ranks << " ranks over loopback, 4 KiB (latency) and 16 MiB (bus bandwidth)\",\n"
+      << "]\n\n[gpu]\npeak_bf16_tflops = " << fixed(c.bf16_tflops, 6) << "\npeak_fp32_tflops = " << fixed(peak, 6)
+      << "\ngemm_sizes = " << list(sizes) << "\ngemm_efficiency = " << list(efficiency)
+      << "\nmemory_gib = " << fixed(memory / ranks, 2) << "\nreserved_gib = 0.5\nmemory_gbps = " << fixed(c.copy_gbps, 3)
+      << "\nmemory_efficiency = 1.0\n\n[node]\ngpus = " << ranks << "\nhost_memory_gib = " << fixed(memory, 2)
+      << "\nhost_link_gbps = " << fixed(c.copy_gbps, 3) << "\nhost_adam_gbps = " << fixed(c.adam_gbps, 3) << "\n";
+  links(out, "intra_node", l);
+  links(out, "inter_node", l);
+  return out.str();
+}
+
+}  // namespace plait
