@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include "config/resolve.hpp"
 #include "distributed/rendezvous.hpp"
@@ -25,6 +26,7 @@ constexpr int kReps = 8;
 // Each op's median seconds at the small and the large size, as one member measures them.
 struct Timings {
   std::vector<double> small, large;  // all_reduce, all_gather, reduce_scatter, send
+  double overlap = 1.0;
 };
 
 double median_of(std::vector<double> v) {
@@ -70,6 +72,37 @@ double time_op(Communicator& c, int op, int64_t bytes) {
   return median_of(runs) / (op == 3 ? 2.0 : 1.0);
 }
 
+// A large all-reduce issued, products run until as long as it takes alone, then waited
+// for: how much of the shorter of the two the pair saved.
+double overlap_of(Communicator& c, double all_reduce_s) {
+  const at::Tensor a = at::randn({256, 256}), b = at::randn({256, 256});
+  at::Tensor out = at::empty({256, 256});
+  auto products = [&](int64_t n) {
+    for (int64_t i = 0; i < n; ++i) at::mm_out(out, a, b);
+  };
+  auto timed = [](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double one = timed([&] { products(8); }) / 8;
+  const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(all_reduce_s / one));
+  std::vector<double> saved;
+  for (int r = 0; r < kReps; ++r) {
+    c.barrier({})->wait();
+    const double alone = timed([&] { products(n); });
+    c.barrier({})->wait();
+    const double both = timed([&] {
+      at::Tensor t = at::ones({kLargeBytes / 4});
+      const std::shared_ptr<Work> w = c.all_reduce(t, {});
+      products(n);
+      w->wait();
+    });
+    saved.push_back((alone + all_reduce_s - both) / std::min(alone, all_reduce_s));
+  }
+  return std::clamp(median_of(saved), 0.0, 1.0);
+}
+
 Timings member(const PluginRegistry& registry, const std::string& plugin, const GroupSpec& spec) {
   const Options options = resolve_table(plugin_schema(*registry.find(plugin)), {}, Source::from_default()).options;
   auto backend = make_plugin<CommBackend>(registry, options, plugin, {}, {spec.group_rank, static_cast<int>(spec.ranks.size())});
@@ -79,6 +112,7 @@ Timings member(const PluginRegistry& registry, const std::string& plugin, const 
     t.small.push_back(time_op(*c, op, kSmallBytes));
     t.large.push_back(time_op(*c, op, kLargeBytes));
   }
+  t.overlap = overlap_of(*c, t.large[0]);
   c->barrier({})->wait();
   return t;
 }
@@ -91,7 +125,7 @@ CollectiveCost cost_of(double small_s, double large_s, double share) {
 
 }  // namespace
 
-LinkModel measure_links(const PluginRegistry& registry, const std::string& comm_plugin, int ranks) {
+LinkFigures measure_links(const PluginRegistry& registry, const std::string& comm_plugin, int ranks) {
   PLAIT_CHECK(ranks >= 2, concat("calibrating collectives between ", ranks, " rank(s)"), "it takes 2 or more");
   PLAIT_CHECK(registry.find(comm_plugin) != nullptr, concat("no comm plugin named '", comm_plugin, "' was found"),
               "`plait plugins` lists what was found");
@@ -100,6 +134,8 @@ LinkModel measure_links(const PluginRegistry& registry, const std::string& comm_
   std::vector<Timings> timings(static_cast<std::size_t>(ranks));
   std::vector<std::exception_ptr> failures(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
+  const int intra_op = at::get_num_threads();
+  at::set_num_threads(1);  // each member computes on its own thread, as a CPU rank does
   for (int r = 0; r < ranks; ++r) {
     GroupSpec spec;
     spec.store_host = "127.0.0.1";
@@ -118,17 +154,21 @@ LinkModel measure_links(const PluginRegistry& registry, const std::string& comm_
     });
   }
   for (std::thread& t : threads) t.join();
+  at::set_num_threads(intra_op);
   for (const std::exception_ptr& f : failures) {
     if (f) std::rethrow_exception(f);
   }
   const Timings& t = timings.front();
   const double n = ranks;
-  LinkModel m;
-  m.all_reduce = cost_of(t.small[0], t.large[0], 2 * (n - 1) / n);
-  m.all_gather = cost_of(t.small[1], t.large[1], (n - 1) / n);
-  m.reduce_scatter = cost_of(t.small[2], t.large[2], (n - 1) / n);
-  m.send = cost_of(t.small[3], t.large[3], 1.0);
-  return m;
+  LinkFigures f;
+  f.links.all_reduce = cost_of(t.small[0], t.large[0], 2 * (n - 1) / n);
+  f.links.all_gather = cost_of(t.small[1], t.large[1], (n - 1) / n);
+  f.links.reduce_scatter = cost_of(t.small[2], t.large[2], (n - 1) / n);
+  f.links.send = cost_of(t.small[3], t.large[3], 1.0);
+  std::vector<double> overlaps;
+  for (const Timings& member_t : timings) overlaps.push_back(member_t.overlap);
+  f.overlap = median_of(overlaps);
+  return f;
 }
 
 }  // namespace plait

@@ -3,7 +3,8 @@
 // one group, each a thread of this process joined through the plugin's own connect()
 // (the same rendezvous a job's ranks make, over loopback), timing all-reduce, all-gather,
 // reduce-scatter and sends at a small size (the latency) and a large one (the bus
-// bandwidth, as nccl-tests defines it). For `plait plan --calibrate`.
+// bandwidth, as nccl-tests defines it), and how much of an all-reduce computation beside
+// it hides. For `plait plan --calibrate`.
 #include <string>
 
 #include "loader/plugin_registry.hpp"
@@ -11,6 +12,13 @@
 
 namespace plait {
 
-LinkModel measure_links(const PluginRegistry& registry, const std::string& comm_plugin, int ranks);
+struct LinkFigures {
+  LinkModel links;
+  // The share of a large all-reduce's time that matrix products run beside it hide (1:
+  // fully; 0: the two take as long as one after the other), the median of the members'.
+  double overlap = 1.0;
+};
+
+LinkFigures measure_links(const PluginRegistry& registry, const std::string& comm_plugin, int ranks);
 
 }  // namespace plait

@@ -70,6 +70,9 @@ double optimizer_bytes(const StateBytes& s) {
   return static_cast<double>(2 * s.params + s.grads + 2 * s.optimizer);
 }
 
+// The device's parameters, gradients and moments: what a measured AdamW rate is per.
+double state_bytes(const StateBytes& s) { return static_cast<double>(s.params + s.grads + s.optimizer); }
+
 // An offload plugin's step: what lives in host memory crosses the host link once a step
 // (parameters up, gradients down; with the optimizer on the host and the parameters on
 // the device, the gradients go down and the updated parameters come back up), and the
@@ -172,6 +175,7 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
   p.data_ops = comm_ops(busiest_cost);
   const RankMemory& busiest = p.ranks[p.busiest];
   p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops, optimizer_bytes(busiest.state));
+  if (hw.adam_gbps) p.phases.optimizer = state_bytes(busiest.state) / (*hw.adam_gbps * 1e9);
   p.phases.offload = offload_seconds(hw, busiest.state);
   p.tokens_per_step = static_cast<double>(p.layout.global_batch() * shape.seq_len);
   p.tokens_per_s_per_gpu = p.tokens_per_step / p.phases.total() / static_cast<double>(p.gpus());

@@ -119,10 +119,12 @@ Hardware hardware_from(const LoadedConfig& loaded) {
               "reserved_gib is the part of the memory a process cannot use for tensors");
   h.memory_gbps = gpu.get<double>("memory_gbps");
   h.memory_efficiency = gpu.get<double>("memory_efficiency");
+  h.adam_gbps = gpu.find<double>("adam_gbps");
   h.gpus_per_node = node.get<int64_t>("gpus");
   h.host_memory_gib = node.get<double>("host_memory_gib");
   h.host_link_gbps = node.get<double>("host_link_gbps");
   h.host_adam_gbps = node.get<double>("host_adam_gbps");
+  h.comm_overlap = node.get<double>("comm_overlap");
   h.intra_node = links_from(t.at("intra_node"));
   h.inter_node = links_from(t.at("inter_node"));
   h.currency = price.get<std::string>("currency");

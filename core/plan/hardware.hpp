@@ -33,9 +33,11 @@ struct Hardware {
   std::vector<int64_t> gemm_sizes;
   std::vector<double> gemm_efficiency;
   double memory_gib = 0, reserved_gib = 0, memory_gbps = 0, memory_efficiency = 0;
+  std::optional<double> adam_gbps;  // the device's AdamW step, where measured
 
   int64_t gpus_per_node = 0;
   double host_memory_gib = 0, host_link_gbps = 0, host_adam_gbps = 0;
+  double comm_overlap = 1.0;  // the share of a collective that computation beside it hides
 
   LinkModel intra_node, inter_node;
 

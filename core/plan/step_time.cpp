@@ -72,7 +72,8 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
 // The data plugin's collectives. One that overlaps a pass hides behind that pass's
 // compute in the microbatches it is issued in: a collective issued once a step behind the
 // last microbatch's, one issued per microbatch (or more often) behind each one's; what a
-// microbatch's pass hides is shared by the collectives issued in it.
+// microbatch's pass hides is shared by the collectives issued in it. Of each, the
+// machine's `comm_overlap` share can hide at all.
 double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double forward_per_mb,
                     double backward_per_mb) {
   const GroupPlacement dp = data_group(hw, l);
@@ -89,7 +90,7 @@ double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<C
     const double each = t / static_cast<double>(op.count);
     for (int64_t k = 0; k < op.count; ++k) {  // the last microbatch first
       double& window = left[m - 1 - static_cast<std::size_t>(k) % m];
-      const double hidden = std::min(each, window);
+      const double hidden = std::min(each * hw.comm_overlap, window);
       window -= hidden;
       exposed += each - hidden;
     }

@@ -46,6 +46,12 @@ TEST_CASE("plait plan --explain gives the planner's figures for a config, as tex
   CHECK(j.at("ranks").at(0).at("device_bytes").get<int64_t>() == p.ranks.at(0).device());
   CHECK(j.at("ranks").at(0).at("activation_bytes").get<int64_t>() == p.ranks.at(0).activations);
   CHECK(j.at("phases").at("step_ms").get<double>() == Approx(p.phases.total() * 1e3).epsilon(1e-12));
+  // A machine whose AdamW rate was measured steps its state at that rate.
+  Hardware measured = load_hardware("a100-80g");
+  measured.adam_gbps = 2.0;
+  const ConfigPrediction at_rate = predict_config(prepare_run(source_path("configs/quickstart.toml"), sets), measured);
+  const StateBytes& state = at_rate.ranks.at(0).state;
+  CHECK(at_rate.phases.optimizer == Approx(static_cast<double>(state.params + state.grads + state.optimizer) / 2e9));
   // The step's tokens are the global batch's: dp 2 x 2 microbatches x 8 rows x 64 tokens.
   CHECK(j.at("tokens_per_step").get<double>() == 2048.0);
   const double step_s = j.at("phases").at("step_ms").get<double>() / 1e3;
@@ -170,6 +176,9 @@ TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --ha
   CHECK(hw.gpus_per_node >= 2);
   CHECK(hw.intra_node.all_reduce.bus_gbps > 0);
   CHECK(hw.intra_node.send.latency_us > 0);
+  REQUIRE(hw.adam_gbps.has_value());
+  CHECK(*hw.adam_gbps > 0);
+  CHECK((hw.comm_overlap >= 0 && hw.comm_overlap <= 1));
   CHECK_THAT(read_file(file), Contains("links: gloo between "));
   const ProcessResult explained = run_plait(explain_args({}, {"--hardware", "cpu-local"}), home);
   INFO(explained.output);

@@ -152,6 +152,11 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   REQUIRE(alone < plain.compute * 2 / 3 / 4);
   CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, true}}, 0).dp_comm == 0);
   CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, false}}, 0).dp_comm == Approx(alone));
+  // On a machine whose computation hides only part of a collective (comm_overlap), the rest shows.
+  Hardware shared = a100;
+  shared.comm_overlap = 0.25;
+  CHECK(predict_step_time(shared, l, k, {{"grads", Collective::all_reduce, bytes, 1, true}}, 0).dp_comm ==
+        Approx(0.75 * alone));
   // Pipelines idle their schedule's share on top of a stage's work.
   l.pp = 2;
   l.idle_share = 0.2;
