@@ -1,9 +1,9 @@
 #include "plan/measured_run.hpp"
 
-#include <algorithm>
 #include <filesystem>
 #include <vector>
 
+#include "compare/comparison.hpp"
 #include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -11,12 +11,6 @@ namespace plait {
 namespace {
 
 namespace fs = std::filesystem;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // "time.comm_exposed.dp.all_reduce_ms" -> "comm.dp"; the core's own (world) and any other
 // axis -> "comm.other".
@@ -65,10 +59,10 @@ MeasuredRun read_measured_run(const std::string& folder) {
   m.steps = static_cast<int64_t>(records.size());
   for (auto& [name, values] : phases) {
     values.resize(records.size(), 0.0);  // a step without an axis's communication had none
-    m.phase_ms[name] = median(values);
+    m.phase_ms[name] = compare::spread_of(values).median;
   }
-  m.step_ms = median(step_ms);
-  m.tokens_per_s = median(tokens_per_s);
+  m.step_ms = compare::spread_of(step_ms).median;
+  m.tokens_per_s = compare::spread_of(tokens_per_s).median;
   const nlohmann::json& last = records.back();
   m.param_bytes = last.at("param_bytes").get<int64_t>();
   m.grad_bytes = last.at("grad_bytes").get<int64_t>();
