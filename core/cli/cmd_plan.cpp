@@ -10,11 +10,13 @@
 
 #include "cli/commands.hpp"
 #include "cli/plan_report.hpp"
+#include "compare/run_record.hpp"
 #include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
 #include "plan/calibrate.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
+#include "plan/run_ranking.hpp"
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "util/search_path.hpp"
@@ -63,6 +65,20 @@ int explain(const PlanArgs& args, const Hardware& hw) {
     print_prediction(p, hw, asked.explain);
     if (cost) print_cost(*cost, "this config");
     if (measured) print_against(p, *measured);
+  }
+  return 0;
+}
+
+// --against a folder of runs (a sweep's): the planner's order of them beside the measured one.
+int rank_against(const PlanArgs& args, const Hardware& hw) {
+  PLAIT_CHECK(args.explain.empty() && args.sets.empty() && !args.gpus && !args.tokens && args.scale.empty(),
+              concat("--against ", args.against, " is a folder of runs, which are ranked as they ran"),
+              "drop --explain, --set, --gpus, --tokens and --scale, or name one run folder to explain");
+  const RunRanking r = rank_runs(compare::expand_run_folders({args.against}), hw);
+  if (args.json) {
+    std::printf("%s\n", ranking_json(r, hw).dump(2).c_str());
+  } else {
+    print_ranking(r, hw);
   }
   return 0;
 }
@@ -212,6 +228,11 @@ int plan(const PlanArgs& args) {
                          : "plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG",
               "`plait plan --help` lists what each takes");
   const Hardware hw = load_hardware(args.hardware);
+  std::error_code ec;
+  if (!args.against.empty() && fs::is_directory(args.against, ec) &&
+      !fs::exists(fs::path(args.against) / "config.lock.toml", ec)) {
+    return rank_against(args, hw);
+  }
   return explaining ? explain(args, hw) : search(args, hw);
 }
 

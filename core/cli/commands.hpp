@@ -154,10 +154,13 @@ int debug_run(const DebugArgs& args);
 // at each accelerator count of --scale.
 // plait plan --explain CONFIG [--hardware H] [--gpus N] [--against RUN] [--json]: one
 // config's predicted memory per accelerator and step time by phase, beside a run's own.
+// plait plan --against SWEEP [--hardware H] [--json]: a folder of runs ranked by their
+// predicted speed beside their measured one; the first choice against the fastest.
 // plait plan --calibrate [--write FILE]: this machine measured as the hardware cpu-local.
 struct PlanArgs {
   std::string explain;              // the config to explain
-  std::string against;              // a run to set beside it (its config.lock.toml when there is no --explain)
+  std::string against;              // a run to set beside it (its config.lock.toml when there is no --explain),
+                                    // or a folder of runs to rank
   std::string model;                // the search's: "llama-70b" (family-size) or a config
   std::vector<std::string> sets;
   std::string hardware = "h100-sxm";  // a shipped machine's name or a hardware file

@@ -207,7 +207,8 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
                          "The model to plan: family-size (gpt2-124m, llama-7b, llama-70b: `plait models`) or a config");
   c.plan_cmd->add_option("--explain", c.plan_args.explain, "Explain one config instead (TOML)");
   c.plan_cmd->add_option("--against", c.plan_args.against,
-                         "Set a run's measured phases and memory beside the prediction (its config unless --explain)");
+                         "Set a run's measured phases and memory beside the prediction (its config unless --explain); "
+                         "a folder of runs (a sweep's): rank them as the planner does, beside their measured speed");
   c.plan_cmd->add_option("--seq-len", c.plan_seq_len, "Tokens per sequence (default: the model's context)");
   c.plan_cmd->add_option("--global-batch", c.plan_global_batch, "Sequences per optimizer step (default 512)");
   c.plan_cmd->add_option("--top", c.plan_top, "Plans to list (default 5)");

@@ -13,6 +13,7 @@
 #include "plan/measured_run.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
+#include "plan/run_ranking.hpp"
 
 namespace plait::cli {
 
@@ -32,6 +33,11 @@ void print_cost(const RunCost& c, const std::string& plan);
 // rank 0's memory (pipeline rank 0's prediction) and tokens/s per accelerator.
 nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m);
 void print_against(const ConfigPrediction& p, const MeasuredRun& m);
+
+// The planner's ranking of a folder of runs beside the measured one (--against SWEEP):
+// plan_ranking_report.cpp.
+nlohmann::ordered_json ranking_json(const RunRanking& r, const Hardware& hw);
+void print_ranking(const RunRanking& r, const Hardware& hw);
 
 // The best plan at each accelerator count (--scale).
 struct ScaleRow {

@@ -52,7 +52,7 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
   std::vector<std::string> sizes, efficiency;
   for (std::size_t i = 0; i < c.gemm_sizes.size(); ++i) {
     sizes.push_back(std::to_string(c.gemm_sizes[i]));
-    efficiency.push_back(fixed(c.fp32_tflops[i] / peak, 3));
+    efficiency.push_back(fixed(std::min(1.0, c.training_fp32_tflops[i] / peak), 3));
   }
   const double memory = host_memory_gib();
   std::ostringstream out;
@@ -61,15 +61,22 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
       << "# change of machine; `plait plan --hardware cpu-local` reads it. Format: docs/planner.md.\n"
       << "[hardware]\nname = \"this machine: " << ranks << " CPU ranks, " << fixed(memory, 1)
       << " GiB (calibrated)\"\nsources = [\n"
-      << "  \"gemm: float32 square products by size, one thread (peak: the best size); bf16: the best of 256-1024\",\n"
+      << "  \"peaks: float32 square products, one thread, the best of 64-1024; bf16: the best of 256-1024\",\n"
+      << "  \"gemm_efficiency: a linear layer's forward and two backward products over 1,024 tokens by input size, "
+         "fresh outputs, operands out of the core's cache\",\n"
+      << "  \"attention_efficiency: scaled_dot_product_attention forward and backward, causal, 32 heads of 64 x 256 "
+         "positions\",\n"
+      << "  \"activation_gelems: the tanh GELU's forward and backward over 1M float32 elements\",\n"
       << "  \"memory_gbps and host_link_gbps: a 128 MiB copy, bytes read and written\",\n"
       << "  \"adam_gbps and host_adam_gbps: AdamW's step over 8M float32 parameters (parameter, gradient, moments)\",\n"
-      << "  \"comm_overlap: 256-square products run beside a 16 MiB all-reduce, the share of the shorter saved\",\n"
-      << "  \"links: " << comm_plugin << " between " << ranks << " ranks over loopback, 4 KiB (latency) and 16 MiB (bus bandwidth)\",\n"
+      << "  \"" << measured.overlap_source << "\",\n"
+      << "  \"links: " << comm_plugin << " between " << ranks << " ranks over loopback, 4 KiB (latency) and 32 MiB (bus bandwidth)\",\n"
       << "]\n\n[gpu]\npeak_bf16_tflops = " << fixed(c.bf16_tflops, 6) << "\npeak_fp32_tflops = " << fixed(peak, 6)
       << "\ngemm_sizes = " << list(sizes) << "\ngemm_efficiency = " << list(efficiency)
       << "\nmemory_gib = " << fixed(memory / ranks, 2) << "\nreserved_gib = 0.5\nmemory_gbps = " << fixed(c.copy_gbps, 3)
-      << "\nmemory_efficiency = 1.0\nadam_gbps = " << fixed(c.adam_gbps, 3) << "\n\n[node]\ngpus = " << ranks
+      << "\nmemory_efficiency = 1.0\nadam_gbps = " << fixed(c.adam_gbps, 3)
+      << "\nattention_efficiency = " << fixed(std::min(1.0, c.attention_tflops / peak), 3)
+      << "\nactivation_gelems = " << fixed(c.gelu_gelems, 4) << "\n\n[node]\ngpus = " << ranks
       << "\nhost_memory_gib = " << fixed(memory, 2) << "\nhost_link_gbps = " << fixed(c.copy_gbps, 3)
       << "\nhost_adam_gbps = " << fixed(c.adam_gbps, 3) << "\ncomm_overlap = " << fixed(measured.overlap, 3) << "\n";
   links(out, "intra_node", l);

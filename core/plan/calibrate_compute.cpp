@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "compare/comparison.hpp"
+
 namespace plait {
 namespace {
 
@@ -25,8 +27,7 @@ double seconds_per_call(const std::function<void()>& f) {
     } while (elapsed < 0.05);
     runs.push_back(elapsed / static_cast<double>(calls));
   }
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return compare::spread_of(runs).median;
 }
 
 double gemm_tflops(int64_t n, at::ScalarType dtype) {
@@ -34,6 +35,58 @@ double gemm_tflops(int64_t n, at::ScalarType dtype) {
   at::Tensor c = at::empty({n, n}, a.options());
   const double s = seconds_per_call([&] { at::mm_out(c, a, b); });
   return 2.0 * static_cast<double>(n * n * n) / s / 1e12;
+}
+
+// A linear layer's three products as a training step runs them, over 1,024 tokens with
+// `size` features in and 3 x `size` out (the smallest dimension `size`): the forward
+// (addmm, the weight transposed), the input's gradient and the weight's (a transposed
+// operand), each into a fresh output as autograd allocates it, the operands taken in turn
+// from copies that together outgrow the core's cache, as a step leaves them. TFLOP/s.
+double training_gemm_tflops(int64_t size) {
+  const int64_t tokens = 1024, in = size, out = 3 * size;
+  const int64_t copies = std::max<int64_t>(2, (16 << 20) / (4 * (tokens * (in + out) + in * out)));
+  std::vector<at::Tensor> x, w, dy;
+  for (int64_t c = 0; c < copies; ++c) {
+    x.push_back(at::randn({tokens, in}));
+    w.push_back(at::randn({out, in}));
+    dy.push_back(at::randn({tokens, out}));
+  }
+  const at::Tensor bias = at::randn({out});
+  int64_t next = 0;
+  const double s = seconds_per_call([&] {
+    const auto c = static_cast<std::size_t>(next++ % copies);
+    at::Tensor y = at::addmm(bias, x[c], w[c].t());
+    at::Tensor dx = at::mm(dy[c], w[c]);
+    at::Tensor dw = at::mm(dy[c].t(), x[c]);
+  });
+  return 3 * 2.0 * static_cast<double>(tokens * in * out) / s / 1e12;
+}
+
+// scaled_dot_product_attention's forward and backward, causal, 8 x 4 heads of 64 over
+// 256 positions; FLOPs counted whole (4 x seq^2 x head size per head each way, twice
+// that backward), as the planner counts them. TFLOP/s.
+double attention_tflops() {
+  constexpr int64_t kBatch = 8, kHeads = 4, kSeq = 256, kDim = 64;
+  std::vector<at::Tensor> qkv;
+  for (int i = 0; i < 3; ++i) qkv.push_back(at::randn({kBatch, kHeads, kSeq, kDim}).requires_grad_());
+  const at::Tensor dout = at::randn({kBatch, kHeads, kSeq, kDim});
+  const double s = seconds_per_call([&] {
+    at::Tensor y = at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], {}, 0.0, /*is_causal=*/true);
+    y.backward(dout);
+    for (at::Tensor& t : qkv) t.mutable_grad() = at::Tensor();  // a step's gradients are fresh
+  });
+  return 3 * 4.0 * static_cast<double>(kBatch * kHeads * kSeq * kSeq * kDim) / s / 1e12;
+}
+
+// The tanh GELU's forward and backward: billions of elements a second.
+double gelu_gelems() {
+  constexpr int64_t kElements = 1 << 20;
+  const at::Tensor x = at::randn({kElements}), dy = at::randn({kElements});
+  const double s = seconds_per_call([&] {
+    at::Tensor y = at::gelu(x, "tanh");
+    at::Tensor dx = at::gelu_backward(dy, x, "tanh");
+  });
+  return static_cast<double>(kElements) / s / 1e9;
 }
 
 double copy_gbps() {
@@ -65,7 +118,12 @@ ComputeFigures measure_compute() {
   at::set_num_threads(1);
   ComputeFigures f;
   f.gemm_sizes = {64, 128, 256, 512, 1024};
-  for (int64_t n : f.gemm_sizes) f.fp32_tflops.push_back(gemm_tflops(n, at::kFloat));
+  for (int64_t n : f.gemm_sizes) {
+    f.fp32_tflops.push_back(gemm_tflops(n, at::kFloat));
+    f.training_fp32_tflops.push_back(training_gemm_tflops(n));
+  }
+  f.attention_tflops = attention_tflops();
+  f.gelu_gelems = gelu_gelems();
   for (int64_t n : {256, 512, 1024}) f.bf16_tflops = std::max(f.bf16_tflops, gemm_tflops(n, at::kBFloat16));
   f.copy_gbps = copy_gbps();
   f.adam_gbps = adam_gbps();

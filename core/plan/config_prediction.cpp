@@ -174,8 +174,8 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
   p.host_bytes_per_rank = hw.host_memory_gib * kGiB / static_cast<double>(std::min(p.gpus(), hw.gpus_per_node));
   p.data_ops = comm_ops(busiest_cost);
   const RankMemory& busiest = p.ranks[p.busiest];
-  p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops, optimizer_bytes(busiest.state));
-  if (hw.adam_gbps) p.phases.optimizer = state_bytes(busiest.state) / (*hw.adam_gbps * 1e9);
+  p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops,
+                               {optimizer_bytes(busiest.state), state_bytes(busiest.state)});
   p.phases.offload = offload_seconds(hw, busiest.state);
   p.tokens_per_step = static_cast<double>(p.layout.global_batch() * shape.seq_len);
   p.tokens_per_s_per_gpu = p.tokens_per_step / p.phases.total() / static_cast<double>(p.gpus());

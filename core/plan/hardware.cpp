@@ -120,6 +120,8 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.memory_gbps = gpu.get<double>("memory_gbps");
   h.memory_efficiency = gpu.get<double>("memory_efficiency");
   h.adam_gbps = gpu.find<double>("adam_gbps");
+  h.attention_efficiency = gpu.find<double>("attention_efficiency");
+  h.activation_gelems = gpu.find<double>("activation_gelems");
   h.gpus_per_node = node.get<int64_t>("gpus");
   h.host_memory_gib = node.get<double>("host_memory_gib");
   h.host_link_gbps = node.get<double>("host_link_gbps");

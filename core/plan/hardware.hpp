@@ -34,6 +34,8 @@ struct Hardware {
   std::vector<double> gemm_efficiency;
   double memory_gib = 0, reserved_gib = 0, memory_gbps = 0, memory_efficiency = 0;
   std::optional<double> adam_gbps;  // the device's AdamW step, where measured
+  std::optional<double> attention_efficiency;  // the fused attention's share of the peak, where measured
+  std::optional<double> activation_gelems;     // the MLP activation's forward and backward rate, where compute-bound
 
   int64_t gpus_per_node = 0;
   double host_memory_gib = 0, host_link_gbps = 0, host_adam_gbps = 0;

@@ -29,6 +29,7 @@ struct MemoryKernel {
   double forward_bytes = 0;   // read and written per element in the forward
   double backward_bytes = 0;  // in the backward
   bool attention_core = false;  // recomputed under selective checkpointing
+  bool activation = false;      // the MLP's GELU or SiLU (hardware's activation_gelems)
 };
 
 struct KernelInventory {
@@ -36,9 +37,9 @@ struct KernelInventory {
   std::vector<MemoryKernel> block, head;
 };
 
-// plait's own layers on an accelerator (train.dtype = "bfloat16": float32 parameters and
-// residual stream, autocast's bf16 products, its float32 norms and softmax), for the
-// shape's family, attention kernel and dropout.
+// plait's own layers (train.dtype = "bfloat16": float32 parameters and residual stream,
+// autocast's bf16 products, its float32 norms and softmax; float32 or float64: one dtype
+// throughout, no casts), for the shape's family, attention kernel and dropout.
 KernelInventory plait_kernels(const RankShape& shape);
 
 // Elements of `extent` per microbatch on the rank (`head`: for the head's parameters).

@@ -18,7 +18,8 @@ double total(const std::vector<Gemm>& gemms, Cost cost) {
 std::vector<Gemm> attention_core(const RankShape& q) {
   const ModelSpec& m = q.model;
   const int64_t heads = q.micro_batch * m.n_head / q.tp, s = q.seq_len, d = m.head_dim();
-  return {{"scores", s, s, d, heads}, {"context", s, d, s, heads}};
+  const bool fused = m.attention != "math";  // sdpa: one kernel; math: two batched products
+  return {{"scores", s, s, d, heads, fused}, {"context", s, d, s, heads, fused}};
 }
 
 // A microbatch's products on a rank: forward, backward (twice the forward) and the
@@ -63,7 +64,9 @@ double microbatch_flops(const RankShape& q, int64_t blocks, bool with_head) {
 
 double gemm_seconds(const Hardware& hw, const Gemm& g) {
   const double smallest = static_cast<double>(std::min({g.m, g.n, g.k}));
-  return g.flops() / (hw.peak_bf16_tflops * 1e12 * hw.gemm_efficiency_at(smallest));
+  const double efficiency =
+      g.attention && hw.attention_efficiency ? *hw.attention_efficiency : hw.gemm_efficiency_at(smallest);
+  return g.flops() / (hw.peak_bf16_tflops * 1e12 * efficiency);
 }
 
 double microbatch_gemm_seconds(const Hardware& hw, const RankShape& q, int64_t blocks, bool with_head) {

@@ -17,6 +17,7 @@ struct Gemm {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
   int64_t batch = 1;  // independent products of this shape (the attention core's heads)
+  bool attention = false;  // the attention core's, which a fused kernel computes
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
 };
 
@@ -32,7 +33,8 @@ std::vector<Gemm> head_forward_gemms(const RankShape& q);
 double microbatch_flops(const RankShape& q, int64_t blocks, bool with_head);
 
 // Seconds for the products at the hardware's peak (bf16) and its efficiency by the
-// products' smallest dimension.
+// products' smallest dimension (the attention core's at the fused kernel's measured
+// efficiency, where the hardware file has it).
 double gemm_seconds(const Hardware& hw, const Gemm& g);
 
 // Seconds of the products microbatch_flops counts, each at its own efficiency.

@@ -69,16 +69,40 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
   return {c.compute * m, c.memory_bound * m, c.tp_comm * m, c.pp_comm * m};
 }
 
-// The data plugin's collectives. One that overlaps a pass hides behind that pass's
-// compute in the microbatches it is issued in: a collective issued once a step behind the
-// last microbatch's, one issued per microbatch (or more often) behind each one's; what a
-// microbatch's pass hides is shared by the collectives issued in it. Of each, the
-// machine's `comm_overlap` share can hide at all.
+// One microbatch pass's share of the data plugin's collectives, on one stream in the
+// order the plugin lists them (the order it issues them). A gather that overlaps the pass
+// is prefetched: ready when the pass starts. A gradient reduction is ready once the
+// backward has produced its bytes' share of the pass's reductions, so the last one waits
+// for the backward's end (ddp's single bucket all of it). While the pass computes, the
+// machine's `comm_overlap` share of a collective hides; what runs past the pass's end shows.
+struct PassComm {
+  std::vector<std::pair<const CommOp*, double>> ops;  // each with one issue's seconds
+  double reduced_bytes = 0;                           // the pass's gradient reductions
+};
+
+double pass_exposed(const Hardware& hw, const PassComm& pass, double window) {
+  double free_at = 0, reduced = 0, exposed_under = 0;
+  for (const auto& [op, seconds_each] : pass.ops) {
+    double ready = 0;
+    if (op->op != Collective::all_gather && pass.reduced_bytes > 0) {
+      reduced += op->bytes;
+      ready = window * reduced / pass.reduced_bytes;
+    }
+    const double start = std::max(ready, free_at);
+    free_at = start + seconds_each;
+    exposed_under += (1 - hw.comm_overlap) * std::max(0.0, std::min(free_at, window) - start);
+  }
+  return exposed_under + std::max(0.0, free_at - window);
+}
+
+// The data plugin's collectives. One that overlaps a pass runs in the microbatches it is
+// issued in (once a step: the last microbatch's; more often: one issue per microbatch,
+// from the last back); the rest are exposed whole.
 double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double forward_per_mb,
                     double backward_per_mb) {
   const GroupPlacement dp = data_group(hw, l);
   const auto m = static_cast<std::size_t>(l.microbatches);
-  std::vector<double> forward_left(m, forward_per_mb), backward_left(m, backward_per_mb);
+  std::vector<PassComm> forwards(m), backwards(m);
   double exposed = 0;
   for (const CommOp& op : ops) {
     const double t = seconds(hw, op.op, op.bytes, dp, op.count);
@@ -86,14 +110,15 @@ double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<C
       exposed += t;
       continue;
     }
-    std::vector<double>& left = op.overlaps_backward ? backward_left : forward_left;
-    const double each = t / static_cast<double>(op.count);
-    for (int64_t k = 0; k < op.count; ++k) {  // the last microbatch first
-      double& window = left[m - 1 - static_cast<std::size_t>(k) % m];
-      const double hidden = std::min(each * hw.comm_overlap, window);
-      window -= hidden;
-      exposed += each - hidden;
+    std::vector<PassComm>& passes = op.overlaps_backward ? backwards : forwards;
+    for (int64_t k = 0; k < op.count; ++k) {
+      PassComm& pass = passes[m - 1 - static_cast<std::size_t>(k) % m];
+      pass.ops.emplace_back(&op, t / static_cast<double>(op.count));
+      if (op.op != Collective::all_gather) pass.reduced_bytes += op.bytes;
     }
+  }
+  for (std::size_t j = 0; j < m; ++j) {
+    exposed += pass_exposed(hw, forwards[j], forward_per_mb) + pass_exposed(hw, backwards[j], backward_per_mb);
   }
   return exposed;
 }
@@ -121,7 +146,7 @@ GroupPlacement data_group(const Hardware& hw, const StepLayout& l) {
 bool stages_share_node(const Hardware& hw, const StepLayout& l) { return l.gpus() <= hw.gpus_per_node; }
 
 StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels,
-                             const std::vector<CommOp>& data_ops, double optimizer_bytes) {
+                             const std::vector<CommOp>& data_ops, const OptimizerBytes& optimizer) {
   const RankShape& s = l.rank;
   PLAIT_CHECK(l.pp >= 1 && l.dp >= 1 && l.virtual_stages >= 1 && l.microbatches >= 1 && s.micro_batch >= 1,
               concat("a layout of dp ", l.dp, ", pp ", l.pp, ", ", l.virtual_stages, " virtual stages and ",
@@ -145,7 +170,8 @@ StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const Kern
   p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
   const double per_mb = busiest.compute / static_cast<double>(l.microbatches);
   p.dp_comm = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0);
-  p.optimizer = optimizer_bytes / (hw.memory_gbps * 1e9 * hw.memory_efficiency);
+  p.optimizer = hw.adam_gbps ? optimizer.state / (*hw.adam_gbps * 1e9)
+                             : optimizer.moved / (hw.memory_gbps * 1e9 * hw.memory_efficiency);
   return p;
 }
 

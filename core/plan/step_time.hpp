@@ -54,8 +54,16 @@ GroupPlacement data_group(const Hardware& hw, const StepLayout& layout);
 // Whether neighbouring pipeline stages share a node.
 bool stages_share_node(const Hardware& hw, const StepLayout& layout);
 
-// `optimizer_bytes`: what the optimizer's step reads and writes on a rank.
+// The optimizer's step on a rank: the bytes it reads and writes (at the memory's
+// bandwidth), and the state it goes through (at the hardware's measured AdamW rate,
+// where the file has one).
+struct OptimizerBytes {
+  double moved = 0;
+  double state = 0;
+};
+
+// `data_ops` in the order the plugin issues them (its cost model lists them so).
 StepPhases predict_step_time(const Hardware& hw, const StepLayout& layout, const KernelInventory& kernels,
-                             const std::vector<CommOp>& data_ops, double optimizer_bytes);
+                             const std::vector<CommOp>& data_ops, const OptimizerBytes& optimizer);
 
 }  // namespace plait

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -148,14 +149,84 @@ TEST_CASE("plait plan --against RUN sets the run's own phases and memory beside 
   CHECK(bytes.at("activations held").at("predicted").get<double>() ==
         Approx(bytes.at("activations held").at("measured").get<double>()).epsilon(0.005));
 
-  const ProcessResult not_run = run_plait({"plan", "--against", dir.path().string()});
+  const ProcessResult not_run = run_plait({"plan", "--against", (dir / "run" / "metrics.jsonl").string()});
   CHECK(not_run.exit_code == 1);
   CHECK_THAT(not_run.output, Contains(": not a run folder (it has no config.lock.toml)"));
+  fs::create_directories(dir / "empty");
+  const ProcessResult empty = run_plait({"plan", "--against", (dir / "empty").string()});
+  CHECK(empty.exit_code == 1);
+  CHECK_THAT(empty.output, Contains("neither a run folder nor a folder of runs"));
+  const ProcessResult one = run_plait({"plan", "--against", dir.path().string()});
+  CHECK(one.exit_code == 1);
+  CHECK_THAT(one.output, Contains("--against: the folder holds 1 run, and a ranking takes two or more"));
   const ProcessResult untimed_run = run_quickstart(dir / "untimed", 2, {"train.phase_timing=false", "checkpoint.final=false"});
   REQUIRE(untimed_run.exit_code == 0);
   const ProcessResult untimed = run_plait({"plan", "--against", (dir / "untimed").string()});
   CHECK(untimed.exit_code == 1);
   CHECK_THAT(untimed.output, Contains("the run timed no phases ([train] phase_timing = false)"));
+}
+
+TEST_CASE("plait plan --against SWEEP ranks its runs as the planner does, beside their measured speed", "[plan]") {
+  TempDir dir;
+  const ProcessResult swept =
+      run_plait({"sweep", source_path("configs/quickstart.toml"), "--vary", "parallel.data=ddp,zero", "--vary",
+                 "train.activation_checkpointing=none,full", "--steps", "3", "--repeats", "2", "--set",
+                 "checkpoint.final=false", "--out", (dir / "sweep").string()});
+  INFO(swept.output);
+  REQUIRE(swept.exit_code == 0);
+  const nlohmann::json j = plait_json({"plan", "--against", (dir / "sweep").string(), "--hardware", "a100-80g"});
+  const nlohmann::json& runs = j.at("runs");
+  REQUIRE(runs.size() == 4);
+  // A run's speed: the midpoint median of its steps after the first, then of its repeats, per rank.
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  std::set<int64_t> measured_ranks;
+  double fastest = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const nlohmann::json& r = runs[i];
+    INFO(r.dump());
+    CHECK(r.at("predicted_rank").get<int64_t>() == static_cast<int64_t>(i + 1));
+    if (i > 0) {
+      CHECK(r.at("predicted_tokens_per_s_per_gpu").get<double>() <=
+            runs[i - 1].at("predicted_tokens_per_s_per_gpu").get<double>());
+    }
+    measured_ranks.insert(r.at("measured_rank").get<int64_t>());
+    REQUIRE(r.at("folders").size() == 2);
+    std::vector<double> repeats;
+    for (const auto& folder : r.at("folders")) {
+      std::vector<double> steps;
+      for (const nlohmann::json& m : read_metrics(folder.get<std::string>())) steps.push_back(m.at("tokens_per_s").get<double>());
+      REQUIRE(steps.size() == 3);
+      repeats.push_back(median({steps[1], steps[2]}));
+    }
+    const double measured = r.at("measured_tokens_per_s_per_gpu").get<double>();
+    CHECK(measured == Approx(median(repeats) / 2));
+    if (r.at("measured_rank").get<int64_t>() == 1) {
+      CHECK(j.at("fastest") == r.at("name"));
+      fastest = measured;
+    }
+  }
+  CHECK(measured_ranks == std::set<int64_t>{1, 2, 3, 4});
+  CHECK(j.at("first_choice") == runs[0].at("name"));
+  CHECK(j.at("first_choice_shortfall").get<double>() ==
+        Approx(1 - runs[0].at("measured_tokens_per_s_per_gpu").get<double>() / fastest));
+  // Each prediction is --explain's of the run's own config.
+  const std::string first_config = (fs::path(runs[0].at("folders")[0].get<std::string>()) / "config.lock.toml").string();
+  const nlohmann::json explained = plait_json({"plan", "--explain", first_config, "--hardware", "a100-80g"});
+  CHECK(runs[0].at("predicted_tokens_per_s_per_gpu").get<double>() ==
+        Approx(explained.at("tokens_per_s_per_gpu").get<double>()));
+
+  const ProcessResult text = run_plait({"plan", "--against", (dir / "sweep").string(), "--hardware", "a100-80g"});
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Contains("4 runs, as the planner ranks them on a100-80g") &&
+                              Contains("the planner's first choice, " + runs[0].at("name").get<std::string>()));
+  const ProcessResult mixed = run_plait(
+      {"plan", "--against", (dir / "sweep").string(), "--explain", source_path("configs/quickstart.toml")});
+  CHECK(mixed.exit_code == 1);
+  CHECK_THAT(mixed.output, Contains("is a folder of runs, which are ranked as they ran"));
 }
 
 TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --hardware cpu-local then reads", "[plan]") {
@@ -179,7 +250,20 @@ TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --ha
   REQUIRE(hw.adam_gbps.has_value());
   CHECK(*hw.adam_gbps > 0);
   CHECK((hw.comm_overlap >= 0 && hw.comm_overlap <= 1));
-  CHECK_THAT(read_file(file), Contains("links: gloo between "));
+  // A training step's products (cold operands, fresh outputs) reach at most the peak's
+  // hot square ones; the fused attention and the tanh GELU are measured too.
+  for (double e : hw.gemm_efficiency) CHECK((e > 0 && e <= 1));
+  REQUIRE(hw.attention_efficiency.has_value());
+  CHECK((*hw.attention_efficiency > 0 && *hw.attention_efficiency <= 1));
+  REQUIRE(hw.activation_gelems.has_value());
+  CHECK(*hw.activation_gelems > 0);
+  const std::string text = read_file(file);
+  CHECK_THAT(text, Contains("links: gloo between "));
+  // This machine's 2 cores each run a rank, so overlap is not measured but known to be 0.
+  if (std::thread::hardware_concurrency() <= 2) {
+    CHECK(hw.comm_overlap == 0);
+    CHECK_THAT(text, Contains("comm_overlap: 0, not measured: each of the 2 ranks computes on a core of its own"));
+  }
   const ProcessResult explained = run_plait(explain_args({}, {"--hardware", "cpu-local"}), home);
   INFO(explained.output);
   CHECK(explained.exit_code == 0);

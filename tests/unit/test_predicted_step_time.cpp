@@ -87,7 +87,7 @@ Predicted predict_row(const Hardware& a100, const MegatronRow& r) {
       const std::vector<CommOp> ops = {{"gradient all-reduce", Collective::all_reduce, 2 * rank_params(r), 1, false}};
       // Adam over fp32 master weights: reads them, m, v and the fp16 gradient; writes
       // them, m, v and the fp16 copy.
-      const StepPhases p = predict_step_time(a100, l, megatron_2021_kernels(), ops, 28 * rank_params(r));
+      const StepPhases p = predict_step_time(a100, l, megatron_2021_kernels(), ops, {28 * rank_params(r), 0});
       const double tflops = r.paper_flops() / (p.total() * static_cast<double>(r.gpus)) / 1e12;
       if (tflops > best.tflops_per_gpu) best = {tflops, mb, v, m, p};
     }
@@ -140,29 +140,34 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   l.dp = 32;
   l.microbatches = 4;
   const KernelInventory k = plait_kernels(l.rank);
-  const StepPhases plain = predict_step_time(a100, l, k, {}, 0);
+  const StepPhases plain = predict_step_time(a100, l, k, {}, {});
   CHECK(plain.bubble == 0);
   CHECK(plain.pp_comm == 0);
   CHECK(plain.tp_comm == 0);
   CHECK(plain.compute == Approx(4 * microbatch_gemm_seconds(a100, l.rank, l.rank.model.n_layer, true)));
-  // An all-reduce small enough to hide behind the last microbatch's backward costs nothing;
-  // one issued after the backward costs its full time.
+  // Gradient buckets are ready one after another as the backward produces them: each but
+  // the last hides behind the rest of the backward, the last runs after it; one bucket
+  // alone waits for the backward's end and costs as much as one issued after it.
   const double bytes = 1e8;
   const double alone = collective_seconds(a100, Collective::all_reduce, bytes, data_group(a100, l));
-  REQUIRE(alone < plain.compute * 2 / 3 / 4);
-  CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, true}}, 0).dp_comm == 0);
-  CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, false}}, 0).dp_comm == Approx(alone));
+  const double tenth = collective_seconds(a100, Collective::all_reduce, bytes / 10, data_group(a100, l));
+  REQUIRE(alone < plain.compute * 2 / 3 / 4 / 10);
+  std::vector<CommOp> buckets(10, {"bucket", Collective::all_reduce, bytes / 10, 1, true});
+  CHECK(predict_step_time(a100, l, k, buckets, {}).dp_comm == Approx(tenth));
+  CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, true}}, {}).dp_comm == Approx(alone));
+  CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, false}}, {}).dp_comm == Approx(alone));
+  // Gathers prefetched under the forward are ready at its start and hide whole.
+  CHECK(predict_step_time(a100, l, k, {{"gather", Collective::all_gather, bytes, 4, false, true}}, {}).dp_comm == 0);
   // On a machine whose computation hides only part of a collective (comm_overlap), the rest shows.
   Hardware shared = a100;
   shared.comm_overlap = 0.25;
-  CHECK(predict_step_time(shared, l, k, {{"grads", Collective::all_reduce, bytes, 1, true}}, 0).dp_comm ==
-        Approx(0.75 * alone));
+  CHECK(predict_step_time(shared, l, k, buckets, {}).dp_comm == Approx(tenth + 9 * 0.75 * tenth));
   // Pipelines idle their schedule's share on top of a stage's work.
   l.pp = 2;
   l.idle_share = 0.2;
-  const StepPhases piped = predict_step_time(a100, l, k, {}, 0);
+  const StepPhases piped = predict_step_time(a100, l, k, {}, {});
   CHECK(piped.bubble > 0);
   CHECK(piped.pp_comm > 0);
   l.rank.model.n_layer = 23;
-  CHECK_THROWS_WITH(predict_step_time(a100, l, k, {}, 0), Contains("23 blocks do not split into pp 2 x 1 virtual stages"));
+  CHECK_THROWS_WITH(predict_step_time(a100, l, k, {}, {}), Contains("23 blocks do not split into pp 2 x 1 virtual stages"));
 }

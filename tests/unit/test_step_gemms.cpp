@@ -3,7 +3,9 @@
 // recomputation add up to the paper's own FLOP count F = 96·B·s·l·h²·(1 + s/6h + V/16lh);
 // tensor parallel splits them without remainder; a product's time is its FLOPs at the
 // hardware's peak and its efficiency for the product's smallest dimension.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -48,4 +50,24 @@ TEST_CASE("a product's time is its FLOPs at the peak times the efficiency for it
   CHECK(gemm_seconds(a100, square) == Approx(2.0 * 4096 * 4096 * 4096 / (312e12 * 0.80)));
   const Gemm skinny{"skinny", 8192, 8192, 1024};  // the smallest dimension decides: 0.55
   CHECK(gemm_seconds(a100, skinny) == Approx(2.0 * 8192 * 8192 * 1024 / (312e12 * 0.55)));
+}
+
+TEST_CASE("the attention core's products run at the fused kernel's measured efficiency, where the machine has one", "[plan]") {
+  Hardware a100 = load_hardware("a100-80g");
+  RankShape q = megatron_rank_shape(megatron_table1().front(), 1, "none", 1);
+  q.model.attention = "sdpa";
+  const std::vector<Gemm> block = block_forward_gemms(q);
+  const auto scores = std::find_if(block.begin(), block.end(), [](const Gemm& g) { return g.name == "scores"; });
+  REQUIRE(scores != block.end());
+  CHECK(scores->attention);
+  const double by_size = gemm_seconds(a100, *scores);
+  a100.attention_efficiency = 0.25;
+  CHECK(gemm_seconds(a100, *scores) == Approx(scores->flops() / (312e12 * 0.25)));
+  CHECK(gemm_seconds(a100, *scores) != Approx(by_size));
+  // The projections keep the efficiency by size; plait's math attention is two plain products.
+  const Gemm& qkv = block.front();
+  const double smallest = static_cast<double>(std::min({qkv.m, qkv.n, qkv.k}));
+  CHECK(gemm_seconds(a100, qkv) == Approx(qkv.flops() / (312e12 * a100.gemm_efficiency_at(smallest))));
+  q.model.attention = "math";
+  for (const Gemm& g : block_forward_gemms(q)) CHECK_FALSE(g.attention);
 }

@@ -71,9 +71,10 @@ DataCost sharded_cost(const ShardingOptions& options, const CostQuery& q) {
   int64_t largest = 0;
   for (const PlannedGroup& g : plan.groups) {
     add_group_state(cost.state, g, options, q, sizes);
-    add_group_comm(cost.comm, g, options, q, shard_count, sizes);
     largest = std::max(largest, g.padded * sizes.working);
   }
+  // In the order the backward issues the reductions: the last group's first.
+  for (auto g = plan.groups.rbegin(); g != plan.groups.rend(); ++g) add_group_comm(cost.comm, *g, options, q, shard_count, sizes);
   // At a step's peak: two reductions in flight, each a whole gradient buffer (stage 2
   // and 3 build it), and under stage 3 the gathered groups (the one in use and those
   // prefetched).

@@ -68,7 +68,7 @@ struct CommCost {
 struct DataCost {
   StateBytes state;              // what state_bytes() reports between steps
   int64_t transient_bytes = 0;   // held only during a step at its peak (gathered parameters, staging)
-  std::vector<CommCost> comm;
+  std::vector<CommCost> comm;  // in the order the plugin issues them (the planner's stream follows it)
 };
 
 // Parameters, gradients and AdamW's two moments, each whole in the parameters' dtype: what

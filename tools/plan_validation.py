@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The planner's time model against measured CPU runs (issue 25's "within 25%").
+
+  tools/plan_validation.py [--plait build/bin/plait] [--steps 6] [--only NAME] [--keep DIR]
+  tools/plan_validation.py --sweep [--repeats 3] [--keep DIR]
+
+Runs each configuration of the set below with `plait run` on this machine, then asks
+`plait plan --explain CONFIG --against RUN --hardware cpu-local --json` for the
+predicted and measured step (medians of the run's steps after the first), and prints
+them phase by phase. Run `plait plan --calibrate` first, on a quiet machine: the
+prediction is only as good as the figures it was given. Exits 1 when a step is off by
+more than 25%.
+
+--sweep: `plait sweep` of the small model over the data plugins and checkpointing modes
+(interleaved repeats), then `plait plan --against SWEEP`: the planner's first choice
+against the fastest measured combination. Exits 1 when it is more than 10% slower.
+
+Not part of the test suite (minutes of training); the suite keeps a
+short case of it (test_plan_command.cpp).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUICKSTART = os.path.join(ROOT, "configs", "quickstart.toml")
+
+# Two models: the quickstart's GPT-2 widened to 256 over 4 blocks, and GPT-2 124M (both
+# at 128 positions: a 124M step on 2 CPU cores takes seconds).
+SMALL = ["model.n_embd=256", "model.n_layer=4", "data.seq_len=128", "model.block_size=128"]
+GPT2_124M = ["model.size=124m", "data.seq_len=128", "model.block_size=128", "data.micro_batch_size=4"]
+
+STRATEGIES = {
+    "ddp": [],
+    "zero3": ["parallel.data=zero", "zero.stage=3"],
+    "fsdp": ["parallel.data=fsdp"],
+    "1f1b-pp2": ["parallel.data=none", "parallel.dp=1", "parallel.pp=2", "parallel.pipeline=1f1b", "train.grad_accum=4"],
+    "megatron-tp2": ["parallel.data=none", "parallel.dp=1", "parallel.tp=2", "parallel.tensor=megatron"],
+}
+
+LIMIT = 0.25
+
+
+def cases():
+    for model, sets in (("small", SMALL), ("124m", GPT2_124M)):
+        for name, extra in STRATEGIES.items():
+            yield f"{model}/{name}", sets + extra
+
+
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+SWEEP_VARY = ["parallel.data=ddp,zero,fsdp", "train.activation_checkpointing=none,full"]
+SWEEP_LIMIT = 0.10
+
+
+def sweep(args, work):
+    out = os.path.join(work, "sweep")
+    shutil.rmtree(out, ignore_errors=True)
+    flags = [f for s in SMALL for f in ("--set", s)] + [f for v in SWEEP_VARY for f in ("--vary", v)]
+    run([args.plait, "sweep", QUICKSTART, "--steps", str(args.steps), "--repeats", str(args.repeats), "--out", out]
+        + flags)
+    print(run([args.plait, "plan", "--against", out, "--hardware", "cpu-local"]), end="")
+    ranking = json.loads(run([args.plait, "plan", "--against", out, "--hardware", "cpu-local", "--json"]))
+    shortfall = ranking["first_choice_shortfall"]
+    print(f"first choice {ranking['first_choice']}, fastest {ranking['fastest']}: {100 * shortfall:.1f}% behind "
+          f"(limit {100 * SWEEP_LIMIT:.0f}%)")
+    return 1 if shortfall > SWEEP_LIMIT else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--plait", default=os.path.join(ROOT, "build", "bin", "plait"))
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--only", help="run the cases whose name contains this")
+    ap.add_argument("--keep", help="keep the run folders here")
+    ap.add_argument("--sweep", action="store_true", help="the sweep check instead of the step times")
+    ap.add_argument("--repeats", type=int, default=3, help="the sweep's runs of each combination")
+    args = ap.parse_args()
+    work = args.keep or tempfile.mkdtemp(prefix="plan-validation-")
+    if args.sweep:
+        try:
+            return sweep(args, work)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+    rows, worst = [], 0.0
+    for name, sets in cases():
+        if args.only and args.only not in name:
+            continue
+        flags = [f for s in sets for f in ("--set", s)]
+        out = os.path.join(work, name.replace("/", "-"))
+        shutil.rmtree(out, ignore_errors=True)
+        run([args.plait, "run", QUICKSTART, "--steps", str(args.steps), "--out", out] + flags)
+        report = json.loads(run([args.plait, "plan", "--explain", QUICKSTART, "--against", out, "--hardware",
+                                 "cpu-local", "--json"] + flags))
+        phases = report["against"]["phases_ms"]
+        step = phases["step"]
+        ratio = step["measured"] / step["predicted"]
+        worst = max(worst, abs(ratio - 1))
+        rows.append((name, phases, ratio))
+        print(f"{name:22s} predicted {step['predicted']:9.1f} ms  measured {step['measured']:9.1f} ms  "
+              f"measured/predicted {ratio:5.2f}", flush=True)
+    print("\nphase by phase (predicted / measured, ms):")
+    for name, phases, _ in rows:
+        cells = "  ".join(f"{k.split(' (')[0]} {p['predicted']:.1f}/{p['measured']:.1f}" for k, p in phases.items()
+                          if k != "step" and (p["predicted"] or p["measured"]))
+        print(f"{name:22s} {cells}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{len(rows)} runs; the worst step off by {100 * worst:.1f}% (limit {100 * LIMIT:.0f}%)")
+    return 1 if worst > LIMIT else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
