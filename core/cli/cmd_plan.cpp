@@ -10,6 +10,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/plan_report.hpp"
+#include "config/config_loader.hpp"
+#include "config/config_tree.hpp"
 #include "compare/run_record.hpp"
 #include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
@@ -127,7 +129,17 @@ void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchRe
   const std::string header = concat("# plait plan: the best of ", r.candidates, " candidates for ", r.model.family, " ",
                                     r.model.size, " on ", p.gpus(), " x ", hw.id, ", predicted ", figures, "\n# ",
                                     r.fitting.front().candidate.plugins, "\n\n");
-  write_file_atomically(*args.write, header + config.to_toml(false));
+  if (!args.bundle) {
+    write_file_atomically(*args.write, header + config.to_toml(false));
+    return;
+  }
+  // A bundle holds the plan's own choices only (the mesh, the plugins and their options,
+  // checkpointing, the batch split), for configs of this model to extend.
+  ConfigTree choices;
+  for (const std::string& assignment : r.fitting.front().candidate.sets) apply_override(choices, assignment);
+  const std::string about = concat("# ", r.model.family, " ", r.model.size, " on ", p.gpus(), " x ", hw.id, ": ",
+                                   r.fitting.front().candidate.plugins, " (plait plan's best, ", figures, ")\n");
+  write_file_atomically(*args.write, about + tree_to_toml(choices, false));
 }
 
 // The best plan at each of --scale's accelerator counts, priced with --tokens.
@@ -181,7 +193,10 @@ int search(const PlanArgs& args, const Hardware& hw) {
   }
   if (args.write) {
     write_best(args, base, r, hw);
-    if (!args.json) std::printf("\nthe best plan is written to %s\n", args.write->c_str());
+    if (!args.json) {
+      std::printf("\nthe best plan is written to %s%s\n", args.write->c_str(),
+                  args.bundle ? " as a bundle: a config of this model extends it (extends = [\"<that path>\"])" : "");
+    }
   }
   return 0;
 }
@@ -227,6 +242,9 @@ int plan(const PlanArgs& args) {
               explaining ? "plait plan takes --model or --explain (--against), not both"
                          : "plait plan needs --model NAME|CONFIG (a search) or --explain CONFIG",
               "`plait plan --help` lists what each takes");
+  PLAIT_CHECK(!args.bundle || (args.write && !args.model.empty()),
+              "--bundle says how the search's --write saves the best plan, and there is no search with --write",
+              "plait plan --model NAME --gpus N --write FILE.toml --bundle");
   const Hardware hw = load_hardware(args.hardware);
   std::error_code ec;
   if (!args.against.empty() && fs::is_directory(args.against, ec) &&

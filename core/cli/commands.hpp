@@ -148,7 +148,7 @@ struct DebugArgs {
 int debug_run(const DebugArgs& args);
 
 // plait plan --model NAME|CONFIG --gpus N [--hardware H] [--seq-len S] [--global-batch B]
-// [--top K] [--json] [--write FILE] [--tokens T] [--scale N1,N2,...]: every strategy
+// [--top K] [--json] [--write FILE [--bundle]] [--tokens T] [--scale N1,N2,...]: every strategy
 // combination of the model on N accelerators, what does not fit or is refused set aside
 // with why, the rest ranked by tokens/s per accelerator; T tokens priced; the best plan
 // at each accelerator count of --scale.
@@ -168,6 +168,7 @@ struct PlanArgs {
   std::optional<int64_t> seq_len, global_batch;  // global batch in sequences
   int64_t top = 5;
   std::optional<std::string> write;  // the best plan as a config
+  bool bundle = false;               // --write the plan's own choices as a bundle instead
   std::optional<double> tokens;      // price a run of this many tokens
   std::vector<int64_t> scale;        // search again at each of these accelerator counts
   bool calibrate = false;            // measure this machine into cpu-local (or --write's file)

@@ -213,6 +213,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plan_cmd->add_option("--global-batch", c.plan_global_batch, "Sequences per optimizer step (default 512)");
   c.plan_cmd->add_option("--top", c.plan_top, "Plans to list (default 5)");
   c.plan_cmd->add_option("--write", c.plan_args.write, "Save the best plan as a config here (a new file)");
+  c.plan_cmd->add_flag("--bundle", c.plan_args.bundle,
+                       "With --write: save the plan's own choices (mesh, plugins, checkpointing, batch split) as a bundle "
+                       "for configs to extend");
   c.plan_cmd->add_option("--tokens", c.plan_tokens,
                          "Price a run of this many tokens (e.g. 2e12): days, accelerator-hours, cost, interruptions");
   c.plan_cmd->add_option("--scale", c.plan_scale, "Accelerator counts to find the best plan at, e.g. 8,64,512,4096");

@@ -122,6 +122,34 @@ TEST_CASE("plait plan --model ranks what fits by tokens/s, sets the rest aside w
   CHECK(e.at("ranks").at(0).at("device_bytes") == plans[0].at("ranks").at(0).at("device_bytes"));
 }
 
+TEST_CASE("plait plan --write --bundle saves the best plan's own choices, which a config of the model extends", "[plan]") {
+  TempDir dir;
+  const auto bundle = dir / "best-8-a100.toml";
+  const nlohmann::json j = search_json({"--model", "gpt2-124m", "--gpus", "8", "--hardware", "a100-80g",
+                                        "--global-batch", "64", "--write", bundle.string(), "--bundle"});
+  const nlohmann::json& best = j.at("plans").at(0);
+  const std::string text = read_file(bundle);
+  CHECK_THAT(text, Contains("# gpt2 124m on 8 x a100-80g: ") && Contains("(plait plan's best, "));
+  CHECK_THAT(text, Contains("[parallel]") && Contains("dp = " + std::to_string(best.at("dp").get<int64_t>())));
+  // Only the plan's choices: no model, no data source, no device.
+  CHECK(text.find("[model]") == std::string::npos);
+  CHECK(text.find("source") == std::string::npos);
+  CHECK(text.find("device") == std::string::npos);
+  // The search's own base run extending it is the plan the search predicted.
+  const fs::path config = write_file(dir / "mine.toml", concat("extends = [\"", source_path("configs/plan/pretrain.toml"),
+                                                               "\", \"", bundle.string(), "\"]\n"));
+  const ProcessResult valid = run_plait({"config", "validate", config.string()});
+  INFO(valid.output);
+  CHECK(valid.exit_code == 0);
+  const nlohmann::json e = plait_json({"plan", "--explain", config.string(), "--hardware", "a100-80g"});
+  CHECK(e.at("phases").at("step_ms").get<double>() == Approx(best.at("phases").at("step_ms").get<double>()));
+  CHECK(e.at("ranks").at(0).at("device_bytes") == best.at("ranks").at(0).at("device_bytes"));
+
+  const ProcessResult alone = run_plait({"plan", "--model", "gpt2-124m", "--gpus", "8", "--bundle"});
+  CHECK(alone.exit_code == 1);
+  CHECK_THAT(alone.output, Contains("--bundle says how the search's --write saves the best plan"));
+}
+
 TEST_CASE("plait plan --model says when nothing fits, and refuses what it cannot plan before searching", "[plan]") {
   // An A100 node with 64 GiB of host memory: llama 70b does not fit on 2, offloaded or not.
   TempDir dir;
