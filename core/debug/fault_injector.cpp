@@ -55,7 +55,7 @@ void FaultInjector::strike(const FaultSpec& fault, const std::string& where) {
     case FaultKind::hang:
       // No progress, but the rank's threads still answer signals (a stop, SIGUSR1).
       while (true) std::this_thread::sleep_for(std::chrono::hours(1));
-    case FaultKind::abort: aborted_ = fault.text; break;
+    case FaultKind::abort: aborted_.store(&fault, std::memory_order_release); break;
     default: break;
   }
 }

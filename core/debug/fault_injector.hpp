@@ -3,6 +3,7 @@
 // strike: at a step's start (StepRunner), before a collective is issued (the counted
 // communicator), after a checkpoint is written (the saver). A process with no faults has
 // no injector, and the hooks cost a null check.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,8 +26,12 @@ class FaultInjector {
   // Before collective #seq on `group` is issued: kill, segv, exit and hang strike here;
   // true when it must go out with half its size (a mismatch).
   bool at_collective(const std::string& group, uint64_t seq);
-  // After an abort: every operation fails.
-  const std::string& aborted() const { return aborted_; }
+  // After an abort: every operation fails. The abort's text, or empty; any thread may ask
+  // (the data plugin's hooks, a pipeline's sends) while the rank's main thread strikes.
+  std::string aborted() const {
+    const FaultSpec* f = aborted_.load(std::memory_order_acquire);
+    return f == nullptr ? std::string() : f->text;
+  }
   // The file of the checkpoint of `step` this rank wrote gets a byte flipped.
   bool corrupts(int64_t step) const;
 
@@ -38,7 +43,7 @@ class FaultInjector {
   std::vector<FaultSpec> faults_;
   int rank_ = 0, attempt_ = 0;
   std::string run_folder_;
-  std::string aborted_;  // the abort fault, once it struck
+  std::atomic<const FaultSpec*> aborted_{nullptr};  // the abort fault (in faults_, fixed since construction), once it struck
 };
 
 // The injector of this process (null: no faults), set once by the rank.
