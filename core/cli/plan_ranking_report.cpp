@@ -1,5 +1,6 @@
 // plait plan --against SWEEP: the planner's order of a folder of runs beside the measured
 // one, and how far its first choice falls behind the fastest run.
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/plan_report.hpp"
@@ -27,11 +28,13 @@ nlohmann::ordered_json ranking_json(const RunRanking& r, const Hardware& hw) {
 void print_ranking(const RunRanking& r, const Hardware& hw) {
   std::printf("%zu runs, as the planner ranks them on %s (%s), beside their measured speed:\n", r.runs.size(),
               hw.id.c_str(), hw.name.c_str());
-  std::printf("%9s %-28s %14s %14s %9s %9s\n", "predicted", "run", "tok/s/acc pred", "tok/s/acc meas", "ratio",
+  int width = 3;
+  for (const RankedRun& run : r.runs) width = std::max(width, static_cast<int>(run.name.size()));
+  std::printf("%9s  %-*s %14s %14s %9s %9s\n", "predicted", width, "run", "tok/s/acc pred", "tok/s/acc meas", "ratio",
               "measured");
   for (const RankedRun& run : r.runs) {
     const double ratio = run.measured_tokens_per_s_per_gpu / run.predicted.tokens_per_s_per_gpu;
-    std::printf("%9lld %-28s %14.1f %14.1f %9.2f %9lld%s\n", static_cast<long long>(run.predicted_rank),
+    std::printf("%9lld  %-*s %14.1f %14.1f %9.2f %9lld%s\n", static_cast<long long>(run.predicted_rank), width,
                 run.name.c_str(), run.predicted.tokens_per_s_per_gpu, run.measured_tokens_per_s_per_gpu, ratio,
                 static_cast<long long>(run.measured_rank), run.predicted.fits() ? "" : "  (predicted not to fit)");
   }
