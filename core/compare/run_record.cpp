@@ -156,18 +156,21 @@ void sort_as_swept(std::vector<std::string>& runs, const fs::path& sweep_json) {
       }
     }
   }
-  const std::regex repeat(R"(^(.*)\.r[0-9]+$)");
   auto order = [&](const std::string& dir) {
-    std::string name = fs::path(dir).filename().string();
-    std::smatch m;
-    if (std::regex_match(name, m, repeat)) name = m[1].str();
-    const auto it = rank.find(name);
+    const auto it = rank.find(combination_of(dir));
     return std::make_pair(it == rank.end() ? rank.size() : it->second, dir);
   };
   std::sort(runs.begin(), runs.end(), [&](const std::string& a, const std::string& b) { return order(a) < order(b); });
 }
 
 }  // namespace
+
+std::string combination_of(const std::string& folder) {
+  static const std::regex repeat(R"(^(.*)\.r[0-9]+$)");
+  const std::string name = fs::path(folder).filename().string();
+  std::smatch m;
+  return std::regex_match(name, m, repeat) ? m[1].str() : name;
+}
 
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths) {
   std::vector<std::string> out;

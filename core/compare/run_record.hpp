@@ -44,6 +44,9 @@ RunRecord load_run(const std::string& dir);
 // combinations, else by name).
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths);
 
+// The sweep combination a run folder holds: its name less a repeat's ".rN".
+std::string combination_of(const std::string& folder);
+
 // Loads them in order; folders "<name>.r1", "<name>.r2", ... of one parent (a sweep's
 // repeats) become one run named <name>, the others' records as its repeats.
 std::vector<RunRecord> load_runs(const std::vector<std::string>& dirs);

@@ -1,26 +1,16 @@
 #include "plan/run_ranking.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
-#include <regex>
 
 #include "compare/comparison.hpp"
+#include "compare/run_record.hpp"
 #include "plait/sdk/error.hpp"
 #include "plan/measured_run.hpp"
 #include "run/prepare.hpp"
 
 namespace plait {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string combination_of(const std::string& folder) {
-  static const std::regex repeat(R"(^(.*)\.r[0-9]+$)");
-  const std::string name = fs::path(folder).filename().string();
-  std::smatch m;
-  return std::regex_match(name, m, repeat) ? m[1].str() : name;
-}
 
 RankedRun ranked(const std::string& name, const std::vector<std::string>& folders, const Hardware& hw) {
   RankedRun r{name, folders, {}, 0, 0, 0};
@@ -49,7 +39,7 @@ RunRanking rank_runs(const std::vector<std::string>& folders, const Hardware& hw
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::string>> repeats;
   for (const std::string& f : folders) {
-    const std::string name = combination_of(f);
+    const std::string name = compare::combination_of(f);
     if (repeats.find(name) == repeats.end()) order.push_back(name);
     repeats[name].push_back(f);
   }
