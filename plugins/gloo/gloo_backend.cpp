@@ -16,8 +16,6 @@
 
 namespace {
 
-constexpr std::chrono::milliseconds kConnectTimeout = std::chrono::seconds(60);
-
 class GlooBackend final : public plait::CommBackend {
  public:
   void check(const plait::RunCheck& run) const override {
@@ -35,11 +33,9 @@ class GlooBackend final : public plait::CommBackend {
   std::shared_ptr<plait::Communicator> connect(const plait::GroupSpec& spec) override {
     PLAIT_CHECK(spec.device == "cpu", plait::concat("gloo moves CPU tensors; group ", spec.name, " is on ", spec.device),
                 "use the nccl communicator for CUDA tensors");
-    // Connecting the group's pairs is setup, not a collective: under load (many ranks on
-    // few cores) it can take longer than a short collective_timeout_s, which would fail
-    // the job before its first step. It gets at least kConnectTimeout (the store's own
-    // default wait for a rank); the operations get spec.timeout, set once connected.
-    auto options = c10d::ProcessGroupGloo::Options::create(std::max(spec.timeout, kConnectTimeout));
+    // Connecting the pairs gets setup's time; the operations get spec.timeout, set once
+    // connected.
+    auto options = c10d::ProcessGroupGloo::Options::create(plait::c10d_comm::connect_timeout(spec));
     options->devices = {interface_.empty() ? c10d::ProcessGroupGloo::createDeviceForHostname(
                                                  plait::c10d_comm::local_address_towards(spec.store_host, spec.store_port, "gloo"))
                                            : c10d::ProcessGroupGloo::createDeviceForInterface(interface_)};

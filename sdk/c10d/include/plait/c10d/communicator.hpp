@@ -1,6 +1,8 @@
 #pragma once
 // plait's Communicator over any c10d Backend (ProcessGroupGloo, ProcessGroupNCCL):
 // the comm plugins differ only in how they build the backend. Header-only, for plugins.
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,13 +16,23 @@
 
 namespace plait::c10d_comm {
 
-// The group's own view of the job store: a TCP client under the group's key prefix.
+// Joining a group (reaching the store, exchanging addresses, connecting the pairs) is
+// setup, not a collective: under load (many ranks on few cores, the store answering every
+// group of every rank) it can take longer than a short collective_timeout_s, which would
+// fail the job before its first step (CI: a dp-4 run with a 3 s timeout whose rank could
+// not reach the store in 3 s). It gets at least the store's own default wait for a rank.
+inline std::chrono::milliseconds connect_timeout(const GroupSpec& spec) {
+  return std::max<std::chrono::milliseconds>(spec.timeout, std::chrono::seconds(60));
+}
+
+// The group's own view of the job store: a TCP client under the group's key prefix. Its
+// waits are setup's (the backends use the store only to connect).
 inline c10::intrusive_ptr<c10d::Store> group_store(const GroupSpec& spec) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(spec.store_port);
   options.isServer = false;
   options.waitWorkers = false;
-  options.timeout = spec.timeout;
+  options.timeout = connect_timeout(spec);
   auto tcp = c10::make_intrusive<c10d::TCPStore>(spec.store_host, options);
   return c10::make_intrusive<c10d::PrefixStore>(spec.store_prefix, tcp);
 }
