@@ -58,15 +58,24 @@ int explain(const PlanArgs& args, const Hardware& hw) {
   const ConfigPrediction p = predict_config(run, hw);
   std::optional<RunCost> cost;
   if (args.tokens) cost = price_run(hw, p, *args.tokens, checkpoint_bytes(run.model));
+  std::vector<MetaRankFigures> on_meta;
+  if (args.measure) {
+    const int64_t per_stage = run.mesh.dp * run.mesh.tp;  // a pipeline rank's first rank is pp_rank x dp x tp
+    for (int64_t pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
+      on_meta.push_back(measure_rank_on_meta(run, static_cast<int>(pp_rank * per_stage)));
+    }
+  }
   if (args.json) {
     nlohmann::ordered_json j = prediction_json(p, hw, asked.explain);
     if (cost) j["cost"] = cost_json(*cost);
     if (measured) j["against"] = against_json(p, *measured);
+    if (args.measure) j["measured_on_meta"] = meta_json(p, on_meta);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_prediction(p, hw, asked.explain);
     if (cost) print_cost(*cost, "this config");
     if (measured) print_against(p, *measured);
+    if (args.measure) print_meta(p, on_meta);
   }
   return 0;
 }
@@ -245,6 +254,9 @@ int plan(const PlanArgs& args) {
   PLAIT_CHECK(!args.bundle || (args.write && !args.model.empty()),
               "--bundle says how the search's --write saves the best plan, and there is no search with --write",
               "plait plan --model NAME --gpus N --write FILE.toml --bundle");
+  PLAIT_CHECK(!args.measure || !args.explain.empty(),
+              "--measure builds one config's ranks on the meta device, and there is no --explain CONFIG",
+              "plait plan --explain CONFIG --measure [--gpus N]");
   const Hardware hw = load_hardware(args.hardware);
   std::error_code ec;
   if (!args.against.empty() && fs::is_directory(args.against, ec) &&

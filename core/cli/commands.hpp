@@ -172,6 +172,7 @@ struct PlanArgs {
   std::optional<double> tokens;      // price a run of this many tokens
   std::vector<int64_t> scale;        // search again at each of these accelerator counts
   bool calibrate = false;            // measure this machine into cpu-local (or --write's file)
+  bool measure = false;              // explain: build and step each pipeline rank's first on the meta device
   bool json = false;
 };
 int plan(const PlanArgs& args);

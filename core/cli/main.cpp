@@ -209,6 +209,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plan_cmd->add_option("--against", c.plan_args.against,
                          "Set a run's measured phases and memory beside the prediction (its config unless --explain); "
                          "a folder of runs (a sweep's): rank them as the planner does, beside their measured speed");
+  c.plan_cmd->add_flag("--measure", c.plan_args.measure,
+                       "With --explain: build each pipeline rank's first rank and run its step on the meta device "
+                       "(no memory, at any --gpus), and set its state and traffic beside the prediction");
   c.plan_cmd->add_option("--seq-len", c.plan_seq_len, "Tokens per sequence (default: the model's context)");
   c.plan_cmd->add_option("--global-batch", c.plan_global_batch, "Sequences per optimizer step (default 512)");
   c.plan_cmd->add_option("--top", c.plan_top, "Plans to list (default 5)");

@@ -11,6 +11,7 @@
 #include "plan/config_prediction.hpp"
 #include "plan/hardware.hpp"
 #include "plan/measured_run.hpp"
+#include "plan/meta_rank.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
 #include "plan/run_ranking.hpp"
@@ -33,6 +34,11 @@ void print_cost(const RunCost& c, const std::string& plan);
 // rank 0's memory (pipeline rank 0's prediction) and tokens/s per accelerator.
 nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m);
 void print_against(const ConfigPrediction& p, const MeasuredRun& m);
+
+// Each measured rank's state beside the prediction and its step's traffic (--measure):
+// plan_meta_report.cpp.
+nlohmann::ordered_json meta_json(const ConfigPrediction& p, const std::vector<MetaRankFigures>& measured);
+void print_meta(const ConfigPrediction& p, const std::vector<MetaRankFigures>& measured);
 
 // The planner's ranking of a folder of runs beside the measured one (--against SWEEP):
 // plan_ranking_report.cpp.

@@ -286,7 +286,7 @@ std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, 
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
                                            FlightRecorder& flight, const std::string& device) {
   return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), std::move(ranks),
-                                               stats, flight, device.rfind("cpu", 0) == 0);
+                                               stats, flight, device.rfind("cpu", 0) == 0 || device == "meta");
 }
 
 }  // namespace plait

@@ -20,25 +20,36 @@ std::unique_ptr<World> World::join(const WorkerEnv& env, std::unique_ptr<JobStor
   world->device_ = device;
   world->collective_timeout_ = settings.collective_timeout;
   world->store_ = std::move(store);
-  std::vector<int> everyone(static_cast<std::size_t>(env.world_size));
-  for (int r = 0; r < env.world_size; ++r) everyone[static_cast<std::size_t>(r)] = r;
-  world->all_ = world->connect("world", "world", everyone);
-  for (Axis axis : {Axis::pp, Axis::dp, Axis::tp}) {
-    if (shape.size(axis) > 1) {
-      world->groups_[static_cast<int>(axis)] =
-          world->connect(axis_name(axis), world->mesh_.group_name(axis), world->mesh_.group(axis));
-    }
-  }
+  world->connect_groups();
   world->watchdog_ = std::thread([w = world.get(), hang = settings.hang_warning, log = &log] { w->watch(hang, log); });
   return world;
+}
+
+std::unique_ptr<World> World::alone(const MeshShape& shape, int rank, CommBackend& backend, const std::string& device) {
+  std::unique_ptr<World> world(new World(Mesh(shape, rank)));
+  world->backend_ = &backend;
+  world->device_ = device;
+  if (shape.world() > 1) world->connect_groups();  // one process has none, as single()
+  return world;
+}
+
+void World::connect_groups() {
+  std::vector<int> everyone(static_cast<std::size_t>(size()));
+  for (int r = 0; r < size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
+  all_ = connect("world", "world", everyone);
+  for (Axis axis : {Axis::pp, Axis::dp, Axis::tp}) {
+    if (mesh_.shape().size(axis) > 1) {
+      groups_[static_cast<int>(axis)] = connect(axis_name(axis), mesh_.group_name(axis), mesh_.group(axis));
+    }
+  }
 }
 
 std::shared_ptr<Communicator> World::connect(const std::string& axis, const std::string& name,
                                              const std::vector<int>& ranks) {
   GroupSpec spec;
   spec.store_host = master_addr_;
-  spec.store_port = store_->port();
-  spec.store_prefix = store_->prefix() + "group/" + name + "/";
+  spec.store_port = store_ ? store_->port() : 0;
+  spec.store_prefix = (store_ ? store_->prefix() : std::string()) + "group/" + name + "/";
   spec.name = name;
   spec.ranks = ranks;
   for (std::size_t i = 0; i < ranks.size(); ++i) {

@@ -35,6 +35,9 @@ class World {
   static std::unique_ptr<World> join(const WorkerEnv& env, std::unique_ptr<JobStore> store, const MeshShape& shape,
                                      CommBackend& backend, const DistSettings& settings, const std::string& device,
                                      Logger& log);
+  // One rank of a job of `shape` built alone: no store, no watchdog; its groups are
+  // `backend`'s (the planner's instant one: see instant_backend.hpp).
+  static std::unique_ptr<World> alone(const MeshShape& shape, int rank, CommBackend& backend, const std::string& device);
   ~World();
 
   int rank() const { return mesh_.rank(); }
@@ -60,6 +63,7 @@ class World {
 
  private:
   World(Mesh mesh, std::size_t flight_ops = 1) : mesh_(std::move(mesh)), flight_(flight_ops) {}
+  void connect_groups();  // the world's and each axis's with more than one member
   std::shared_ptr<Communicator> connect(const std::string& axis, const std::string& name, const std::vector<int>& ranks);
   void watch(std::chrono::milliseconds hang_warning, Logger* log);
 

@@ -7,7 +7,10 @@ namespace {
 
 constexpr auto kAggregate = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 
-bool on_accelerator(const c10::Device& device) { return device.type() != c10::DeviceType::CPU; }
+// The meta device (the planner's measured rank) allocates nothing: the CPU's books stand.
+bool on_accelerator(const c10::Device& device) {
+  return device.type() != c10::DeviceType::CPU && device.type() != c10::DeviceType::Meta;
+}
 
 }  // namespace
 
@@ -24,6 +27,22 @@ MemoryStats rank_memory(const c10::Device& device) {
   stats.reserved_bytes = reserved.current;
   stats.peak_reserved_bytes = reserved.peak;
   return stats;
+}
+
+HeldSince::HeldSince(const c10::Device& device) : device_(device) {
+  if (on_accelerator(device_)) {
+    start_ = rank_memory(device_).current_bytes;
+  } else {
+    open_allocation_window();
+  }
+}
+
+HeldSince::~HeldSince() {
+  if (!on_accelerator(device_)) close_allocation_window();
+}
+
+int64_t HeldSince::bytes() const {
+  return on_accelerator(device_) ? rank_memory(device_).current_bytes - start_ : allocation_window_bytes();
 }
 
 void reset_rank_memory_peak(const c10::Device& device) {

@@ -15,6 +15,22 @@ namespace plait {
 // Once per rank, before its model is built: on an accelerator, CPU bytes become host.
 void start_rank_memory(const c10::Device& device);
 MemoryStats rank_memory(const c10::Device& device);
+// The device bytes a piece of work (a forward) allocated since this was made and still
+// holds. On the CPU, the calling thread's allocations in the meantime that are still
+// alive: not other threads' (gloo's buffers), nor older tensors freed meanwhile. On an
+// accelerator, the allocator's growth: its every stream is the rank's own work.
+class HeldSince {
+ public:
+  explicit HeldSince(const c10::Device& device);
+  ~HeldSince();
+  HeldSince(const HeldSince&) = delete;
+  HeldSince& operator=(const HeldSince&) = delete;
+  int64_t bytes() const;
+
+ private:
+  c10::Device device_;
+  int64_t start_ = 0;  // an accelerator's allocated bytes when it began
+};
 // A new peak window (each step's peak) on the device and in the CPU tracker.
 void reset_rank_memory_peak(const c10::Device& device);
 

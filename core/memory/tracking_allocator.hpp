@@ -25,6 +25,11 @@ struct MemoryStats {
 // Idempotent. Tensors allocated before it are simply not counted.
 void install_tracking_allocator();
 MemoryStats cpu_memory_stats();
+// This thread's allocation window (one at a time): the device-domain bytes it allocates
+// while the window is open that are still alive, wherever they are freed.
+void open_allocation_window();
+int64_t allocation_window_bytes();
+void close_allocation_window();
 // On a rank whose device is an accelerator every CPU allocation is host memory.
 void book_cpu_as_host(bool all_host);
 // Starts a new peak window at the current allocation.

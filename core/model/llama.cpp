@@ -29,9 +29,13 @@ class Embeddings final : public Layer {
 struct Rotary {
   at::Tensor cos, sin;
   Rotary(const ModelSpec& s, const at::TensorOptions& options) {
-    if (options.device().is_meta()) return;
     const int64_t Q = s.head_dim();
     auto f32 = at::TensorOptions().dtype(at::kFloat);
+    if (options.device().is_meta()) {  // shapes only (a model's layout, the planner's measured rank)
+      cos = at::empty({s.block_size, Q}, f32.device(at::kMeta));
+      sin = at::empty({s.block_size, Q}, f32.device(at::kMeta));
+      return;
+    }
     at::Tensor inv_freq = 1.0 / at::pow(s.rope_theta, at::arange(0, Q, 2, f32) / static_cast<double>(Q));
     at::Tensor freqs = at::outer(at::arange(s.block_size, f32), inv_freq);
     at::Tensor emb = at::cat({freqs, freqs}, -1);

@@ -91,7 +91,7 @@ class StepPlay {
     }
     const PhaseScope timed(Phase::forward);
     const auto started = Clock::now();
-    const int64_t before = rank_memory(s_.device).current_bytes;
+    const HeldSince held(s_.device);
     at::Tensor h = x;
     {
       AutocastScope autocast(s_.precision, s_.device.type());
@@ -106,7 +106,7 @@ class StepPlay {
     } else {
       outputs_[key] = h.scalar_type() == s_.activation_dtype ? h : h.to(s_.activation_dtype);
     }
-    held_bytes_[key] = rank_memory(s_.device).current_bytes - before;
+    held_bytes_[key] = held.bytes();
     held_now_ += held_bytes_[key];
     out_.activation_bytes = std::max(out_.activation_bytes, held_now_);
     count_busy(a, started);

@@ -1,7 +1,7 @@
 #pragma once
 // The bytes one microbatch's forward leaves held for its backward on one rank: what the
-// pipeline executor measures as `activation_bytes` (the allocator's growth over the
-// forward), predicted from the model's shape. Korthikanti et al.'s per-layer terms,
+// pipeline executor measures as `activation_bytes` (what the forward's thread allocated
+// during it and still holds), predicted from the model's shape. Korthikanti et al.'s per-layer terms,
 // counted for plait's own layers tensor by tensor (docs/planner.md, "Activations"):
 // GPT-2 and Llama blocks, with tensor and sequence parallel, math or fused attention,
 // dropout, and no, full or selective checkpointing.

@@ -11,8 +11,8 @@ DebugDumps::DebugDumps(const RunPlan& plan, Rank& rank) : plan_(plan), rank_(ran
   const Mesh& mesh = plan.world->mesh();
   logits_holder_ = mesh.coords().pp == mesh.shape().pp - 1 && mesh.coords().dp == 0;
   logits_writer_ = logits_holder_ && mesh.coords().tp == 0;
-  dump_logits_ = plan.config->debug().dump_logits;
-  dump_grads_ = plan.config->debug().dump_grads;
+  dump_logits_ = plan.config->debug().dump_logits && !plan.on_meta;
+  dump_grads_ = plan.config->debug().dump_grads && !plan.on_meta;
 }
 
 StepRequests DebugDumps::requests(int64_t step) const {

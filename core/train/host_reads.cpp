@@ -8,6 +8,9 @@ namespace plait {
 
 at::Tensor CountingReader::read(const at::Tensor& values, const char* /*what*/) {
   ++count_;
+  // A shape on the meta device (the planner's measured rank) holds no values: zeros
+  // are finite, so its step goes on as a real one would.
+  if (values.is_meta()) return at::zeros(values.sizes(), values.options().device(at::kCPU));
   const CountedRead counted;
   return values.to(at::kCPU).contiguous();
 }

@@ -22,6 +22,7 @@ PluginInstance<Interface> make_plugin(const RunPlan& plan, const std::string& na
 }
 
 at::Device compute_device(const RunPlan& plan) {
+  if (plan.on_meta) return at::Device(at::kMeta);
   const at::Device device = rank_device(plan.config->train().device == "cuda", plan.local_rank);
   use_rank_device(device);  // a single process has no communicators that set it before
   start_rank_memory(device);
@@ -55,7 +56,7 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   const StageModel whole =
       build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
   for (const auto& p : whole.parameters()) rank.splits[p.name] = p.split;
-  if (auto from = plan.config->table("model").find<std::string>("init_from")) {
+  if (auto from = plan.config->table("model").find<std::string>("init_from"); from && !plan.on_meta) {
     load_initial_weights(*from, plan.model, whole, plan.world->mesh());
   }
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);

@@ -11,6 +11,7 @@
 
 #include "plan/config_prediction.hpp"
 #include "plan/data_cost.hpp"
+#include "plan/meta_rank.hpp"
 #include "run/prepare.hpp"
 #include "support/test_support.hpp"
 
@@ -52,7 +53,8 @@ const std::vector<Combination>& combinations() {
 // Ranks are laid out tp first, then dp, then pp: a rank's pipeline rank is rank / (tp dp).
 // A data-parallel group's ranks hold alike but for the sharding's padding, so state is
 // checked on each pipeline rank's first; activations on every rank. The executor measures
-// activations as the allocator's growth over the forward, so a plugin that keeps
+// activations as what the forward's thread allocated during it and still holds (not
+// gloo's threads' buffers, nor older tensors freed meanwhile), so a plugin that keeps
 // gathered parameters across it (zero 3, fsdp: the group in use and the prefetched one)
 // adds part of its transient bytes: the measurement lies between the activations and
 // the activations with the whole transient.
@@ -70,9 +72,10 @@ void check_every_rank(const ConfigPrediction& p, const MeshShape& mesh, const nl
     INFO("rank " << rank << " (pipeline rank " << predicted.pp_rank << "): activations predicted " << low
                  << " (with the plugin's transient " << high << "), measured " << held);
     CHECK(held >= low * (1 - tolerance));
-    // Under tensor parallel the books are process-wide and gloo's threads allocate their
-    // receive buffers during the forward: seen up to 4.5% more on a tp rank (CI of 4fc3199),
-    // inside the issue's 5% for activations.
+    // A tensor-parallel rank of the 3D run now and then holds one [B, T, C] float32 tensor
+    // and 1 KiB more at its forward's end (3,049,472 bytes against 2,917,376, +4.5%: CI of
+    // 4fc3199 and locally under load, counted process-wide or as the forward's own thread's
+    // allocations alike), not yet identified; bounded there by the issue's 5%.
     CHECK(held <= high * (1 + (mesh.tp > 1 ? 0.05 : tolerance)));
     if (rank % (mesh.tp * mesh.dp) != 0) continue;
     CHECK(measured.at("param_bytes").get<int64_t>() == predicted.state.params);
@@ -81,9 +84,38 @@ void check_every_rank(const ConfigPrediction& p, const MeshShape& mesh, const nl
   }
 }
 
+// `plait plan --explain --measure`: each pipeline rank's first rank built and stepped once
+// on the meta device holds the state that rank held in the real run, and rank 0's step
+// issues the operations, per axis and kind, in the number and of the bytes the real
+// run's first step recorded (its later records add the report's own gather).
+void check_meta_measurement(const PreparedRun& run, const std::vector<nlohmann::json>& records) {
+  const nlohmann::json& first = records.front();
+  const int64_t per_stage = run.mesh.dp * run.mesh.tp;
+  for (int64_t pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
+    const int rank = static_cast<int>(pp_rank * per_stage);
+    const MetaRankFigures meta = measure_rank_on_meta(run, rank);
+    const nlohmann::json& real = first.at("ranks").at(static_cast<std::size_t>(rank));
+    INFO("rank " << rank << " on the meta device");
+    CHECK(meta.pp_rank == pp_rank);
+    CHECK(meta.state.params == real.at("param_bytes").get<int64_t>());
+    CHECK(meta.state.grads == real.at("grad_bytes").get<int64_t>());
+    CHECK(meta.state.optimizer == real.at("optimizer_bytes").get<int64_t>());
+    CHECK(meta.state.host_params == real.at("host_param_bytes").get<int64_t>());
+    CHECK(meta.state.host_optimizer == real.at("host_optimizer_bytes").get<int64_t>());
+    if (rank != 0) continue;
+    std::map<std::string, std::pair<int64_t, int64_t>> measured, recorded;
+    for (const auto& [key, c] : meta.comm) measured[key] = {c.calls, c.payload_bytes};
+    for (const auto& [key, c] : first.at("comm").items()) {
+      recorded[key] = {c.at("calls").get<int64_t>(), c.at("payload_bytes").get<int64_t>()};
+    }
+    CHECK(measured == recorded);
+  }
+}
+
 }  // namespace
 
-TEST_CASE("every data plugin's cost model predicts the state its ranks hold, and the planner their activations, for every combination", "[plan]") {
+TEST_CASE("every data plugin's cost model predicts the state its ranks hold, and the planner their activations, "
+          "for every combination, and the meta-device measurement equals the real run", "[plan]") {
   for (const Combination& c : combinations()) {
     DYNAMIC_SECTION(c.name) {
       const PreparedRun run = prepare_run(source_path("configs/quickstart.toml"), c.sets);
@@ -102,6 +134,7 @@ TEST_CASE("every data plugin's cost model predicts the state its ranks hold, and
       CHECK(last.at("host_grad_bytes").get<int64_t>() == s.host_grads);
       CHECK(last.at("host_optimizer_bytes").get<int64_t>() == s.host_optimizer);
       check_every_rank(predict_config(run, load_hardware("a100-80g")), run.mesh, last.at("ranks"));
+      check_meta_measurement(run, read_metrics(dir / "run"));
     }
   }
 }

@@ -121,6 +121,43 @@ TEST_CASE("plait plan --explain says what does not fit, and refuses what it cann
   CHECK_THAT(no_gpus.output, Contains("--gpus"));
 }
 
+TEST_CASE("plait plan --explain --measure builds each pipeline rank's first on the meta device at any size, its "
+          "state the prediction's", "[plan]") {
+  // A 70B-shaped Llama on 1,024 accelerators: 3D with sequence parallel and zero 1, which
+  // no machine here could hold, built and stepped in well under a second per rank.
+  const std::vector<std::string> args = {
+      "plan", "--explain", source_path("configs/plan/pretrain.toml"), "--set", "model.family=llama", "--set",
+      "model.size=70b", "--set", "parallel.data=zero", "--set", "zero.stage=1", "--set", "parallel.tensor=megatron",
+      "--set", "parallel.tp=8", "--set", "parallel.pipeline=1f1b", "--set", "parallel.pp=4", "--set",
+      "megatron.sequence_parallel=true", "--set", "train.activation_checkpointing=full", "--gpus", "1024",
+      "--hardware", "h100-sxm", "--measure", "--json"};
+  const nlohmann::json j = plait_json(args);
+  const nlohmann::json& measured = j.at("measured_on_meta");
+  REQUIRE(measured.size() == 4);
+  for (std::size_t pp_rank = 0; pp_rank < 4; ++pp_rank) {
+    const nlohmann::json& m = measured.at(pp_rank);
+    INFO(m.dump());
+    CHECK(m.at("rank").get<int64_t>() == static_cast<int64_t>(pp_rank) * 32 * 8);  // dp 32 x tp 8 per stage
+    for (const auto& [what, row] : m.at("state").items()) CHECK(row.at("measured") == row.at("predicted"));
+    CHECK(m.at("state").at("parameters").at("measured").get<int64_t>() > 3LL << 30);  // about 4 GiB of bf16 each
+    // Sequence parallel's gathers and reductions around each block, zero 1's per group.
+    const nlohmann::json& comm = m.at("comm");
+    CHECK(comm.at("tp.all_gather").at("calls").get<int64_t>() > 0);
+    CHECK(comm.at("tp.reduce_scatter").at("calls").get<int64_t>() > 0);
+    CHECK(comm.at("dp.reduce_scatter").at("payload_bytes").get<int64_t>() ==
+          m.at("state").at("parameters").at("measured").get<int64_t>());
+    CHECK(comm.at("pp.send").at("calls").get<int64_t>() > 0);
+  }
+  const ProcessResult text = run_plait(std::vector<std::string>(args.begin(), args.end() - 1));
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Contains("rank 768 (pipeline rank 3) built and stepped once on the meta device:") &&
+                              Contains("tp.reduce_scatter"));
+  const ProcessResult searching = run_plait({"plan", "--model", "gpt2-124m", "--gpus", "8", "--measure"});
+  CHECK(searching.exit_code == 1);
+  CHECK_THAT(searching.output, Contains("--measure builds one config's ranks on the meta device, and there is no "
+                                        "--explain CONFIG"));
+}
+
 TEST_CASE("plait plan --against RUN sets the run's own phases and memory beside its config's prediction", "[plan]") {
   TempDir dir;
   const ProcessResult ran = run_quickstart(dir / "run", 4, {"checkpoint.final=false"});

@@ -1,0 +1,39 @@
+#include "plan/meta_rank.hpp"
+
+#include "debug/plugin_call.hpp"
+#include "distributed/instant_backend.hpp"
+#include "plan/meta_kernels.hpp"
+#include "train/debug_dumps.hpp"
+#include "train/rank.hpp"
+#include "train/train_step.hpp"
+
+namespace plait {
+
+MetaRankFigures measure_rank_on_meta(const PreparedRun& run, int rank) {
+  PLAIT_CHECK(rank >= 0 && rank < run.mesh.world(),
+              concat("rank ", rank, " is not in the config's world of ", run.mesh.world()),
+              concat("measure a rank from 0 to ", run.mesh.world() - 1));
+  register_meta_kernels();
+  const std::unique_ptr<CommBackend> instant = make_instant_backend();
+  const std::unique_ptr<World> world = World::alone(run.mesh, rank, *instant, "meta");
+  const RunPlan plan{
+      .config = run.config.get(),
+      .registry = run.registry.get(),
+      .model = run.model,
+      .pipeline = &run.pipeline,
+      .world = world.get(),
+      .on_meta = true,
+  };
+  const std::unique_ptr<Rank> built = build_rank(plan);
+  DebugDumps no_dumps(plan, *built);
+  StepRunner steps(plan, *built, no_dumps);
+  steps.run(/*step=*/1, /*updates=*/0, [] {});
+  MetaRankFigures figures;
+  figures.rank = rank;
+  figures.pp_rank = world->mesh().coords().pp;
+  figures.state = call_plugin(built->dp.context->plugin_name, "state_bytes", [&] { return built->dp.plugin->state_bytes(); });
+  figures.comm = world->stats().drain().by_op;
+  return figures;
+}
+
+}  // namespace plait
