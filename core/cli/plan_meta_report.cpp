@@ -2,6 +2,7 @@
 // meta device (plan/meta_rank.hpp), its state beside the cost model's prediction and its
 // step's traffic by axis and operation.
 #include <cstdio>
+#include <map>
 
 #include "cli/plan_report.hpp"
 #include "util/human_bytes.hpp"
@@ -27,6 +28,22 @@ const RankMemory& predicted_of(const ConfigPrediction& p, const MetaRankFigures&
   return p.ranks.at(static_cast<std::size_t>(m.pp_rank));
 }
 
+// The prediction keeps the busiest pipeline rank's collectives only.
+bool has_predicted_traffic(const ConfigPrediction& p, const MetaRankFigures& m) {
+  return p.ranks.at(p.busiest).pp_rank == m.pp_rank;
+}
+
+// Every kind either side has, predicted beside measured.
+std::map<std::string, std::pair<OpTotals, OpTotals>> data_traffic_rows(const ConfigPrediction& p,
+                                                                     const MetaRankFigures& m) {
+  std::map<std::string, std::pair<OpTotals, OpTotals>> rows;
+  for (const auto& [kind, t] : predicted_data_traffic(p.data_ops)) rows[kind].first = t;
+  for (const auto& [kind, t] : measured_data_traffic(m)) rows[kind].second = t;
+  return rows;
+}
+
+nlohmann::ordered_json totals_json(const OpTotals& t) { return {{"calls", t.calls}, {"payload_bytes", t.payload_bytes}}; }
+
 }  // namespace
 
 nlohmann::ordered_json meta_json(const ConfigPrediction& p, const std::vector<MetaRankFigures>& measured) {
@@ -40,7 +57,15 @@ nlohmann::ordered_json meta_json(const ConfigPrediction& p, const std::vector<Me
     for (const auto& [key, c] : m.comm) {
       comm[key] = {{"calls", c.calls}, {"bytes", c.bus_bytes}, {"payload_bytes", c.payload_bytes}};
     }
-    out.push_back({{"rank", m.rank}, {"pp_rank", m.pp_rank}, {"state", state}, {"comm", comm}});
+    nlohmann::ordered_json entry = {{"rank", m.rank}, {"pp_rank", m.pp_rank}, {"state", state}, {"comm", comm}};
+    if (has_predicted_traffic(p, m)) {
+      nlohmann::ordered_json traffic = nlohmann::ordered_json::object();
+      for (const auto& [kind, row] : data_traffic_rows(p, m)) {
+        traffic[kind] = {{"predicted", totals_json(row.first)}, {"measured", totals_json(row.second)}};
+      }
+      entry["data_traffic"] = traffic;
+    }
+    out.push_back(entry);
   }
   return out;
 }
@@ -53,6 +78,14 @@ void print_meta(const ConfigPrediction& p, const std::vector<MetaRankFigures>& m
       if (r.predicted == 0 && r.measured == 0) continue;
       std::printf("%-28s %12s %12s%s\n", r.what, human_bytes(r.predicted).c_str(), human_bytes(r.measured).c_str(),
                   r.predicted == r.measured ? "" : "  (differs)");
+    }
+    if (has_predicted_traffic(p, m)) {
+      std::printf("%-28s %21s %21s\n", "the data plugin's, by kind", "predicted calls, bytes", "measured calls, bytes");
+      for (const auto& [kind, row] : data_traffic_rows(p, m)) {
+        std::printf("%-28s %8lld %12s %8lld %12s%s\n", kind.c_str(), static_cast<long long>(row.first.calls),
+                    human_bytes(row.first.payload_bytes).c_str(), static_cast<long long>(row.second.calls),
+                    human_bytes(row.second.payload_bytes).c_str(), row.first == row.second ? "" : "  (differs)");
+      }
     }
     std::printf("%-28s %12s %12s %12s\n", "its step's traffic", "calls", "payload", "bus bytes");
     for (const auto& [key, c] : m.comm) {

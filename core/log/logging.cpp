@@ -1,5 +1,6 @@
 #include "log/logging.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include <spdlog/sinks/basic_file_sink.h>
@@ -61,6 +62,12 @@ class SpdLogger final : public Logger {
 };
 
 }  // namespace
+
+OnlyWarnings::OnlyWarnings() : saved_(static_cast<int>(fan_out()->level())) {
+  fan_out()->set_level(std::max(spdlog::level::warn, fan_out()->level()));
+}
+
+OnlyWarnings::~OnlyWarnings() { fan_out()->set_level(static_cast<spdlog::level::level_enum>(saved_)); }
 
 void configure_logging(const std::string& file, bool verbose) {
   fan_out()->set_level(verbose ? spdlog::level::debug : spdlog::level::info);

@@ -19,6 +19,20 @@ std::unique_ptr<Logger> make_logger(const std::string& name);
 // The core's own logger.
 Logger& core_log();
 
+// While it lives, only warnings and errors reach the console and files: a rank built only
+// to be measured (plan --measure) would print its plugins' setup lines into the
+// command's own output (its JSON).
+class OnlyWarnings {
+ public:
+  OnlyWarnings();
+  ~OnlyWarnings();
+  OnlyWarnings(const OnlyWarnings&) = delete;
+  OnlyWarnings& operator=(const OnlyWarnings&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Flushes file sinks (before exit or after an error).
 void flush_logs();
 

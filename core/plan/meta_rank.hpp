@@ -10,10 +10,12 @@
 // host state is real host memory.)
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "distributed/comm_stats.hpp"
 #include "plait/sdk/data_parallel.hpp"
+#include "plan/step_time.hpp"
 #include "run/prepare.hpp"
 
 namespace plait {
@@ -27,5 +29,20 @@ struct MetaRankFigures {
 
 // `rank` of `run`'s world (its mesh and every plugin as prepared).
 MetaRankFigures measure_rank_on_meta(const PreparedRun& run, int rank);
+
+// Calls and payload bytes of one kind of operation on one axis ("dp.all_gather").
+struct OpTotals {
+  int64_t calls = 0, payload_bytes = 0;
+  bool operator==(const OpTotals&) const = default;
+};
+inline std::ostream& operator<<(std::ostream& out, const OpTotals& t) {
+  return out << t.calls << " calls, " << t.payload_bytes << " bytes";
+}
+// The data plugin's collectives its cost model predicts (the busiest pipeline rank's:
+// ConfigPrediction::data_ops), totalled by kind on the data-parallel axis, as a measured
+// rank's `comm` counts them.
+std::map<std::string, OpTotals> predicted_data_traffic(const std::vector<CommOp>& data_ops);
+// The measured operations on the data-parallel axis, likewise.
+std::map<std::string, OpTotals> measured_data_traffic(const MetaRankFigures& measured);
 
 }  // namespace plait

@@ -63,10 +63,15 @@ TEST_CASE("plait plan --explain gives the planner's figures for a config, as tex
   }
   CHECK(phases == Approx(j.at("phases").at("step_ms").get<double>()));
   // zero 3 gathers ahead of the forward and reduce-scatters under the backward: its
-  // collectives are in the step, each with what it may hide under.
+  // collectives are in the step, each with what it may hide under; the gradient norm's
+  // sums, after the backward, hide under nothing.
   std::set<std::string> overlaps;
-  for (const auto& op : j.at("data_ops")) overlaps.insert(op.at("overlaps").get<std::string>());
-  CHECK(overlaps == std::set<std::string>{"backward", "forward"});
+  for (const auto& op : j.at("data_ops")) {
+    const std::string under = op.at("overlaps").get<std::string>();
+    overlaps.insert(under);
+    CHECK((under == "none") == (op.at("what").get<std::string>() == "gradient norm"));
+  }
+  CHECK(overlaps == std::set<std::string>{"backward", "forward", "none"});
 
   const ProcessResult text = run_plait(explain_args(sets, {"--hardware", "a100-80g"}));
   INFO(text.output);

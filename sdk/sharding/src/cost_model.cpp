@@ -75,6 +75,9 @@ DataCost sharded_cost(const ShardingOptions& options, const CostQuery& q) {
   }
   // In the order the backward issues the reductions: the last group's first.
   for (auto g = plan.groups.rbegin(); g != plan.groups.rend(); ++g) add_group_comm(cost.comm, *g, options, q, shard_count, sizes);
+  // The global gradient norm's two float64 sums over the shard group, once a step
+  // (grad_norm.hpp; over tp and pp too, which are not the data plugin's axis).
+  if (shard_count > 1) cost.comm.push_back({"gradient norm", CostCollective::all_reduce, 16, 1, CostOverlap::none, shard_count});
   // At a step's peak: two reductions in flight, each a whole gradient buffer (stage 2
   // and 3 build it), and under stage 3 the gathered groups (the one in use and those
   // prefetched).
