@@ -59,12 +59,7 @@ int explain(const PlanArgs& args, const Hardware& hw) {
   std::optional<RunCost> cost;
   if (args.tokens) cost = price_run(hw, p, *args.tokens, checkpoint_bytes(run.model));
   std::vector<MetaRankFigures> on_meta;
-  if (args.measure) {
-    const int64_t per_stage = run.mesh.dp * run.mesh.tp;  // a pipeline rank's first rank is pp_rank x dp x tp
-    for (int64_t pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
-      on_meta.push_back(measure_rank_on_meta(run, static_cast<int>(pp_rank * per_stage)));
-    }
-  }
+  if (args.measure) on_meta = measure_pipeline_ranks_on_meta(run);
   if (args.json) {
     nlohmann::ordered_json j = prediction_json(p, hw, asked.explain);
     if (cost) j["cost"] = cost_json(*cost);

@@ -30,9 +30,8 @@ Books g_device, g_host;
 // A thread's open allocation window: the device bytes it allocated since the window
 // opened that are still alive, wherever they are freed. What a forward holds is what it
 // allocated and kept, not the process's growth meanwhile, which counts gloo's worker
-// threads' buffers (CI: +4.5% on a tensor-parallel rank) and earlier tensors other
-// threads free (a send's, once it completes). Never deleted: an allocation may outlive
-// its thread.
+// threads' buffers and earlier tensors other threads free (a send's, once it completes).
+// Never deleted: an allocation may outlive its thread.
 struct ThreadWindow {
   std::atomic<uint64_t> id{0};  // the open window's (0: none)
   std::atomic<int64_t> held{0};

@@ -1,6 +1,5 @@
 #include "plan/meta_kernels.hpp"
 
-#include <mutex>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -12,7 +11,10 @@
 namespace plait {
 namespace {
 
-at::Tensor like(const at::Tensor& t) { return at::empty_like(t, t.options().device(at::kMeta)); }
+at::Tensor like(const at::Tensor& t) { return at::empty_like(t); }
+at::Tensor bool_like(const at::Tensor& t) { return at::empty_like(t, t.options().dtype(at::kBool)); }
+
+std::vector<int64_t> broadcast(const at::Tensor& a, const at::Tensor& b) { return at::infer_size(a.sizes(), b.sizes()); }
 
 at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   if (self.dim() == 0) return like(self);
@@ -67,23 +69,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_cpu_backward(
 }
 
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double, std::optional<bool>) {
-  return {like(input), at::empty_like(input, input.options().dtype(at::kBool))};
+  return {like(input), bool_like(input)};
 }
 
 at::Tensor native_dropout_backward(const at::Tensor& grad_output, const at::Tensor&, double) { return like(grad_output); }
 
 at::Tensor where(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other) {
-  const auto shape = at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes());
-  return at::empty(shape, self.options().dtype(at::result_type(self, other)));
+  return at::empty(at::infer_size(broadcast(condition, self), other.sizes()),
+                   self.options().dtype(at::result_type(self, other)));
 }
 
 at::Tensor& where_out(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  out.resize_(at::infer_size(at::infer_size(condition.sizes(), self.sizes()), other.sizes()));
+  out.resize_(at::infer_size(broadcast(condition, self), other.sizes()));
   return out;
 }
 
 at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
-  out.resize_(at::infer_size(self.sizes(), other.sizes()));
+  out.resize_(broadcast(self, other));
   return out;
 }
 
@@ -92,7 +94,7 @@ at::Tensor& unary_logical_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
-at::Tensor isnan(const at::Tensor& self) { return at::empty_like(self, self.options().dtype(at::kBool)); }
+at::Tensor isnan(const at::Tensor& self) { return bool_like(self); }
 
 // A copy to or from the meta device moves nothing: an offload plugin's host copies of
 // shapes keep what their memory held (the step's values are not the measurement).

@@ -8,7 +8,6 @@
 namespace plait {
 
 // Idempotent: registers them with the dispatcher the first time.
-// Idempotent: registers them with the dispatcher the first time.
 void register_meta_kernels();
 
 }  // namespace plait

@@ -38,6 +38,15 @@ MetaRankFigures measure_rank_on_meta(const PreparedRun& run, int rank) {
   return figures;
 }
 
+std::vector<MetaRankFigures> measure_pipeline_ranks_on_meta(const PreparedRun& run) {
+  const Mesh mesh(run.mesh, 0);
+  std::vector<MetaRankFigures> figures;
+  for (int pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
+    figures.push_back(measure_rank_on_meta(run, mesh.rank_of({.pp = pp_rank})));
+  }
+  return figures;
+}
+
 std::map<std::string, OpTotals> predicted_data_traffic(const std::vector<CommOp>& data_ops) {
   std::map<std::string, OpTotals> totals;
   for (const CommOp& op : data_ops) {

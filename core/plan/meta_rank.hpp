@@ -12,6 +12,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "distributed/comm_stats.hpp"
 #include "plait/sdk/data_parallel.hpp"
@@ -29,6 +30,9 @@ struct MetaRankFigures {
 
 // `rank` of `run`'s world (its mesh and every plugin as prepared).
 MetaRankFigures measure_rank_on_meta(const PreparedRun& run, int rank);
+// Each pipeline rank's first rank (data and tensor rank 0), in pipeline order: the ranks
+// whose state differs (a stage's data and tensor ranks hold alike).
+std::vector<MetaRankFigures> measure_pipeline_ranks_on_meta(const PreparedRun& run);
 
 // Calls and payload bytes of one kind of operation on one axis ("dp.all_gather").
 struct OpTotals {

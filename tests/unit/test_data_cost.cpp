@@ -90,10 +90,10 @@ void check_every_rank(const ConfigPrediction& p, const MeshShape& mesh, const nl
 // run's first step recorded (its later records add the report's own gather).
 void check_meta_measurement(const PreparedRun& run, const std::vector<nlohmann::json>& records) {
   const nlohmann::json& first = records.front();
-  const int64_t per_stage = run.mesh.dp * run.mesh.tp;
+  const std::vector<MetaRankFigures> measured_ranks = measure_pipeline_ranks_on_meta(run);
   for (int64_t pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
-    const int rank = static_cast<int>(pp_rank * per_stage);
-    const MetaRankFigures meta = measure_rank_on_meta(run, rank);
+    const MetaRankFigures& meta = measured_ranks.at(static_cast<std::size_t>(pp_rank));
+    const int rank = meta.rank;
     const nlohmann::json& real = first.at("ranks").at(static_cast<std::size_t>(rank));
     INFO("rank " << rank << " on the meta device");
     CHECK(meta.pp_rank == pp_rank);
@@ -103,7 +103,7 @@ void check_meta_measurement(const PreparedRun& run, const std::vector<nlohmann::
     CHECK(meta.state.host_params == real.at("host_param_bytes").get<int64_t>());
     CHECK(meta.state.host_optimizer == real.at("host_optimizer_bytes").get<int64_t>());
     if (rank != 0) continue;
-    std::map<std::string, std::pair<int64_t, int64_t>> measured, recorded;
+    std::map<std::string, OpTotals> measured, recorded;
     for (const auto& [key, c] : meta.comm) measured[key] = {c.calls, c.payload_bytes};
     for (const auto& [key, c] : first.at("comm").items()) {
       recorded[key] = {c.at("calls").get<int64_t>(), c.at("payload_bytes").get<int64_t>()};
@@ -151,8 +151,8 @@ TEST_CASE("at 64 ranks, which this machine cannot run, every data plugin's cost 
       const PreparedRun run = prepare_run(source_path("configs/quickstart.toml"), sets, 64);
       REQUIRE(run.mesh.world() == 64);
       const ConfigPrediction p = predict_config(run, hw);
-      for (int64_t pp_rank = 0; pp_rank < run.mesh.pp; ++pp_rank) {
-        const MetaRankFigures meta = measure_rank_on_meta(run, static_cast<int>(pp_rank * run.mesh.dp * run.mesh.tp));
+      for (const MetaRankFigures& meta : measure_pipeline_ranks_on_meta(run)) {
+        const int64_t pp_rank = meta.pp_rank;
         const StateBytes& predicted = p.ranks.at(static_cast<std::size_t>(pp_rank)).state;
         INFO("pipeline rank " << pp_rank);
         CHECK(meta.state.params == predicted.params);
