@@ -111,7 +111,9 @@ def main():
             flags = [f for s in sets for f in ("--set", s)]
             out = os.path.join(work, f"{name.replace('/', '-')}.r{repeat + 1}")
             shutil.rmtree(out, ignore_errors=True)
-            run([args.plait, "run", QUICKSTART, "--steps", str(args.steps), "--out", out] + flags)
+            # No checkpoint: a 124M run's final one is 1.5 GB, and twenty of them fill a disk.
+            run([args.plait, "run", QUICKSTART, "--steps", str(args.steps), "--out", out, "--set", "checkpoint.final=false"]
+                + flags)
             reports[name].append(json.loads(run([args.plait, "plan", "--explain", QUICKSTART, "--against", out,
                                                  "--hardware", hardware, "--json"] + flags)))
     rows, worst = [], 0.0

@@ -14,7 +14,8 @@ namespace {
 nlohmann::ordered_json phases_json(const StepPhases& s) {
   return {{"compute_ms", s.compute * 1e3},  {"memory_bound_ms", s.memory_bound * 1e3}, {"tp_comm_ms", s.tp_comm * 1e3},
           {"pp_comm_ms", s.pp_comm * 1e3},  {"bubble_ms", s.bubble * 1e3},             {"dp_comm_ms", s.dp_comm * 1e3},
-          {"optimizer_ms", s.optimizer * 1e3}, {"offload_ms", s.offload * 1e3},        {"step_ms", s.total() * 1e3}};
+          {"optimizer_ms", s.optimizer * 1e3}, {"offload_ms", s.offload * 1e3},
+          {"core_comm_ms", s.core_comm * 1e3}, {"step_ms", s.total() * 1e3}};
 }
 
 nlohmann::ordered_json rank_json(const RankMemory& m) {
@@ -93,7 +94,8 @@ void print_phases(const ConfigPrediction& p) {
                                                   {"pipeline bubble", s.bubble},
                                                   {"data parallel comm (exposed)", s.dp_comm},
                                                   {"optimizer step", s.optimizer},
-                                                  {"offload", s.offload}};
+                                                  {"offload", s.offload},
+                                                  {"the core's loss sum", s.core_comm}};
   for (const auto& [what, t] : rows) {
     std::printf("  %-30s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
   }
@@ -302,7 +304,7 @@ std::vector<SideBySide> phase_rows(const ConfigPrediction& p, const MeasuredRun&
           {"pipeline sends and idle", 1e3 * (s.pp_comm + s.bubble), got({"comm.pp", "pipeline_idle"})},
           {"data parallel comm (exposed)", 1e3 * s.dp_comm, got({"comm.dp"})},
           {"optimizer and offload", 1e3 * (s.optimizer + s.offload), got({"optimizer"})},
-          {"other (data, metrics, saves, the core's)", 0.0,
+          {"other (data, metrics, saves, the core's)", 1e3 * s.core_comm,
            got({"data", "metrics", "checkpoint", "other", "comm.other"})},
           {"step", 1e3 * s.total(), m.step_ms}};
 }

@@ -70,7 +70,10 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
       << "  \"memory_gbps and host_link_gbps: a 128 MiB copy, bytes read and written\",\n"
       << "  \"adam_gbps and host_adam_gbps: AdamW's step over 8M float32 parameters (parameter, gradient, moments)\",\n"
       << "  \"" << measured.overlap_source << "\",\n"
-      << "  \"links: " << comm_plugin << " between " << ranks << " ranks over loopback, 4 KiB (latency) and 32 MiB (bus bandwidth)\",\n"
+      << "  \"links: " << comm_plugin << " between " << ranks
+      << " ranks over loopback, 4 KiB (latency) and 32 MiB (bus bandwidth), means\",\n"
+      << "  \"sync_skew_us_per_sqrt_ms: a 4 KiB all-reduce's wait beyond its latency after 2, 8 and 32 ms of products "
+         "on each rank\",\n"
       << "]\n\n[gpu]\npeak_bf16_tflops = " << fixed(c.bf16_tflops, 6) << "\npeak_fp32_tflops = " << fixed(peak, 6)
       << "\ngemm_sizes = " << list(sizes) << "\ngemm_efficiency = " << list(efficiency)
       << "\nmemory_gib = " << fixed(memory / ranks, 2) << "\nreserved_gib = 0.5\nmemory_gbps = " << fixed(c.copy_gbps, 3)
@@ -78,7 +81,8 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
       << "\nattention_efficiency = " << fixed(std::min(1.0, c.attention_tflops / peak), 3)
       << "\nactivation_gelems = " << fixed(c.gelu_gelems, 4) << "\n\n[node]\ngpus = " << ranks
       << "\nhost_memory_gib = " << fixed(memory, 2) << "\nhost_link_gbps = " << fixed(c.copy_gbps, 3)
-      << "\nhost_adam_gbps = " << fixed(c.adam_gbps, 3) << "\ncomm_overlap = " << fixed(measured.overlap, 3) << "\n";
+      << "\nhost_adam_gbps = " << fixed(c.adam_gbps, 3) << "\ncomm_overlap = " << fixed(measured.overlap, 3)
+      << "\nsync_skew_us_per_sqrt_ms = " << fixed(measured.skew_us_per_sqrt_ms, 1) << "\n";
   links(out, "intra_node", l);
   links(out, "inter_node", l);
   return out.str();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <functional>
 #include <thread>
@@ -25,11 +26,38 @@ constexpr int64_t kLargeBytes = 32 << 20;  // bandwidth: the bytes of a stream o
 constexpr int kStream = 4;                  // operations issued back to back, 8 MiB each
 constexpr int kReps = 8;
 
-// Each op's median seconds at the small and the large size, as one member measures them.
+// Each op's mean seconds at the small and the large size, as one member measures them.
 struct Timings {
   std::vector<double> small, large;  // all_reduce, all_gather, reduce_scatter, send
   double overlap = 1.0;
+  double skew_us_per_sqrt_ms = 0;
 };
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (const double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+// Matrix products out of the core's cache, `n` of them (about 0.75 ms each here).
+struct Products {
+  std::vector<at::Tensor> a, b;
+  Products() {
+    for (int i = 0; i < 4; ++i) {
+      a.push_back(at::randn({1024, 512}));
+      b.push_back(at::randn({512, 512}));
+    }
+  }
+  void run(int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) at::Tensor out = at::mm(a[i % 4], b[i % 4]);
+  }
+};
+
+double timed(const std::function<void()>& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // `copies` operations of `bytes` each (the full buffer, as collective_time.hpp counts it)
 // on `c`, issued back to back and then waited for, as nccl-tests times its iterations and
@@ -70,32 +98,49 @@ double time_op(Communicator& c, int op, int64_t bytes, int copies) {
   std::function<void()> run = prepared_op(c, op, bytes, copies);
   std::vector<double> runs;
   run();  // the first connects the pair or warms the buffers
-  const int reps = bytes < kLargeBytes / kStream ? 4 * kReps : kReps;  // a small one's time jitters more
+  // A small one is cheap and its mean rests on the few slow ones among many.
+  const int reps = bytes < kLargeBytes / kStream ? 16 * kReps : kReps;
   for (int r = 0; r < reps; ++r) {
     c.barrier({})->wait();
     const auto start = std::chrono::steady_clock::now();
     run();
     runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  return compare::spread_of(runs).median / (op == 3 ? 2.0 : static_cast<double>(copies));
+  // The mean, not the median: a step's collectives add up, and this machine's occasional
+  // slow one (a few ms, one in ten here: a core woken late) is part of their sum.
+  return mean_of(runs) / (op == 3 ? 2.0 : static_cast<double>(copies));
+}
+
+// A blocking collective also waits for its slowest member. After products of the same
+// count on every member, a 4 KiB all-reduce's wait beyond its own latency is how far
+// apart the members finished; it grows as the square root of the products' time (each
+// product's time varies on its own), so the figure is µs per √ms, fitted through the
+// origin over 2 to 32 ms of products (220-360 µs per √ms here: 0.9-1.4 ms after 16 ms).
+double skew_of(Communicator& c, double latency_s) {
+  const Products products;
+  const double one = timed([&] { products.run(8); }) / 8;
+  at::Tensor t = at::ones({kSmallBytes / 4});
+  double weighted = 0, spans = 0;
+  for (const double ms : {2.0, 8.0, 32.0}) {
+    const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(ms * 1e-3 / one));
+    std::vector<double> waits;
+    for (int r = 0; r < 3 * kReps; ++r) {
+      c.barrier({})->wait();
+      products.run(n);
+      waits.push_back(timed([&] { c.all_reduce(t, {})->wait(); }));
+    }
+    const double span_ms = static_cast<double>(n) * one * 1e3;
+    weighted += std::max(0.0, (mean_of(waits) - latency_s) * 1e6) * std::sqrt(span_ms);
+    spans += span_ms;
+  }
+  return weighted / spans;
 }
 
 // A large all-reduce issued, products run until as long as it takes alone, then waited
 // for: how much of the shorter of the two the pair saved.
 double overlap_of(Communicator& c, double all_reduce_s) {
-  std::vector<at::Tensor> a, b;
-  for (int i = 0; i < 4; ++i) {
-    a.push_back(at::randn({1024, 512}));
-    b.push_back(at::randn({512, 512}));
-  }
-  auto products = [&](int64_t n) {
-    for (int64_t i = 0; i < n; ++i) at::Tensor out = at::mm(a[i % 4], b[i % 4]);
-  };
-  auto timed = [](const std::function<void()>& f) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+  const Products products_of;
+  auto products = [&](int64_t n) { products_of.run(n); };
   const double one = timed([&] { products(8); }) / 8;
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(all_reduce_s / one));
   std::vector<double> saved;
@@ -124,6 +169,7 @@ Timings member(const PluginRegistry& registry, const std::string& plugin, const 
     t.large.push_back(time_op(*c, op, kLargeBytes / kStream, kStream) * kStream);
   }
   if (overlap) t.overlap = overlap_of(*c, t.large[0]);
+  t.skew_us_per_sqrt_ms = skew_of(*c, t.small[0]);
   c->barrier({})->wait();
   return t;
 }
@@ -177,6 +223,9 @@ LinkFigures measure_links(const PluginRegistry& registry, const std::string& com
   f.links.all_gather = cost_of(t.small[1], t.large[1], (n - 1) / n);
   f.links.reduce_scatter = cost_of(t.small[2], t.large[2], (n - 1) / n);
   f.links.send = cost_of(t.small[3], t.large[3], 1.0);
+  std::vector<double> skews;
+  for (const Timings& member_t : timings) skews.push_back(member_t.skew_us_per_sqrt_ms);
+  f.skew_us_per_sqrt_ms = mean_of(skews);
   if (!spare_cores) {
     f.overlap = 0;
     f.overlap_source = concat("comm_overlap: 0, not measured: each of the ", ranks,

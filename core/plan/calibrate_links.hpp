@@ -21,6 +21,9 @@ struct LinkFigures {
   // here: its buckets' all-reduce during the backward cost 448 ms against 364 ms after it).
   double overlap = 1.0;
   std::string overlap_source;  // how `overlap` was found, for the file's sources
+  // How long a blocking collective waits for its slowest member, µs per √ms of products
+  // since the group last synchronised (the members' mean).
+  double skew_us_per_sqrt_ms = 0;
 };
 
 LinkFigures measure_links(const PluginRegistry& registry, const std::string& comm_plugin, int ranks);

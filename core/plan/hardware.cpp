@@ -1,8 +1,8 @@
 #include "plan/hardware.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "config/config_loader.hpp"
@@ -127,6 +127,7 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.host_link_gbps = node.get<double>("host_link_gbps");
   h.host_adam_gbps = node.get<double>("host_adam_gbps");
   h.comm_overlap = node.get<double>("comm_overlap");
+  h.sync_skew_us_per_sqrt_ms = node.get<double>("sync_skew_us_per_sqrt_ms");
   h.intra_node = links_from(t.at("intra_node"));
   h.inter_node = links_from(t.at("inter_node"));
   h.currency = price.get<std::string>("currency");
@@ -152,6 +153,10 @@ const CollectiveCost& LinkModel::of(Collective c) const {
     case Collective::send: return send;
   }
   return send;
+}
+
+double Hardware::sync_skew_seconds(double compute_s) const {
+  return compute_s > 0 ? sync_skew_us_per_sqrt_ms * 1e-6 * std::sqrt(compute_s * 1e3) : 0.0;
 }
 
 double Hardware::gemm_efficiency_at(double size) const {

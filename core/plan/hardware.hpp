@@ -40,6 +40,9 @@ struct Hardware {
   int64_t gpus_per_node = 0;
   double host_memory_gib = 0, host_link_gbps = 0, host_adam_gbps = 0;
   double comm_overlap = 1.0;  // the share of a collective that computation beside it hides
+  double sync_skew_us_per_sqrt_ms = 0;  // a blocking collective's wait for its slowest member
+  // That wait after `compute_s` seconds of computation since the group last synchronised.
+  double sync_skew_seconds(double compute_s) const;
 
   LinkModel intra_node, inter_node;
 

@@ -17,6 +17,12 @@ double seconds(const Hardware& hw, Collective op, double bytes, const GroupPlace
   return static_cast<double>(count) * collective_seconds(hw, op, bytes, g);
 }
 
+// A blocking collective waits for its group's slowest member: `syncs` of them spread over
+// `compute` seconds of the rank's computation.
+double skew_seconds(const Hardware& hw, double compute, int64_t syncs) {
+  return syncs < 1 ? 0.0 : static_cast<double>(syncs) * hw.sync_skew_seconds(compute / static_cast<double>(syncs));
+}
+
 // A microbatch's hidden state on a rank, whole: what tensor parallel's collectives move.
 double hidden_bytes(const RankShape& s) {
   return static_cast<double>(s.tokens() * s.model.n_embd * s.activation_bytes_per_element);
@@ -29,11 +35,13 @@ GroupPlacement stage_pair(const Hardware& hw, const StepLayout& l) { return {2, 
 // two all-reduces of the hidden state each way (under sequence parallel an all-gather
 // before and a reduce-scatter after each half), and the forward's again under full
 // recomputation.
+int64_t block_tp_passes(const RankShape& s) { return s.checkpointing == "full" ? 3 : 2; }
+
 double block_tp_seconds(const Hardware& hw, const StepLayout& l) {
   const RankShape& s = l.rank;
   const GroupPlacement tp = tensor_group(hw, l);
   const double bytes = hidden_bytes(s);
-  const int64_t passes = s.checkpointing == "full" ? 3 : 2;
+  const int64_t passes = block_tp_passes(s);
   if (!s.sequence_parallel) return seconds(hw, Collective::all_reduce, bytes, tp, 2 * passes);
   return seconds(hw, Collective::all_gather, bytes, tp, 2 * passes) +
          seconds(hw, Collective::reduce_scatter, bytes, tp, 2 * passes);
@@ -53,13 +61,24 @@ double end_tp_seconds(const Hardware& hw, const StepLayout& l, bool first, bool 
   return t;
 }
 
+// Tensor parallel's collectives in a microbatch on a rank, each a point where its group
+// waits for the slowest member (the ones above, counted).
+int64_t tp_syncs(const StepLayout& l, int64_t blocks, bool first, bool last) {
+  const RankShape& s = l.rank;
+  if (s.tp == 1) return 0;
+  int64_t n = blocks * 2 * block_tp_passes(s) * (s.sequence_parallel ? 2 : 1);
+  if (s.vocab_parallel) n += (first ? 1 : 0) + (last ? 3 : 0);
+  return n;
+}
+
 RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels, bool first, bool last) {
   const RankShape& s = l.rank;
   const int64_t blocks = s.model.n_layer / l.pp;
   RankCost c;
   c.compute = microbatch_gemm_seconds(hw, s, blocks, last);
   c.memory_bound = memory_bound_seconds(hw, kernels, s, blocks, last);
-  c.tp_comm = static_cast<double>(blocks) * block_tp_seconds(hw, l) + end_tp_seconds(hw, l, first, last);
+  c.tp_comm = static_cast<double>(blocks) * block_tp_seconds(hw, l) + end_tp_seconds(hw, l, first, last) +
+              skew_seconds(hw, c.compute + c.memory_bound, tp_syncs(l, blocks, first, last));
   if (l.pp > 1) {
     // Each virtual stage receives a microbatch's activations and sends its gradient back.
     const double part = hidden_bytes(s) / static_cast<double>(s.sequence_parallel ? s.tp : 1);
@@ -123,6 +142,14 @@ double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<C
   return exposed;
 }
 
+// Each of the data plugin's collectives in a step is a point where its group waits for
+// the slowest member.
+int64_t data_syncs(const StepLayout& l, const std::vector<CommOp>& ops) {
+  int64_t n = 0;
+  for (const CommOp& op : ops) n += op.count;
+  return l.dp > 1 ? n : 0;
+}
+
 // GPT-2's head shares the embedding's weights: across a pipeline its two copies' gradients
 // are summed between the first and the last stage.
 double tied_embedding_seconds(const Hardware& hw, const StepLayout& l) {
@@ -169,7 +196,10 @@ StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const Kern
   const RankCost typical = l.pp > 2 ? rank_cost(hw, l, kernels, false, false) : first;
   p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
   const double per_mb = busiest.compute / static_cast<double>(l.microbatches);
-  p.dp_comm = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0);
+  p.dp_comm = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0) +
+              skew_seconds(hw, busiest.compute + busiest.memory_bound, data_syncs(l, data_ops));
+  // The core's own sum each step (the loss over the world, for the metrics).
+  p.core_comm = collective_seconds(hw, Collective::all_reduce, 8.0, {l.gpus(), std::min(l.gpus(), hw.gpus_per_node)});
   p.optimizer = hw.adam_gbps ? optimizer.state / (*hw.adam_gbps * 1e9)
                              : optimizer.moved / (hw.memory_gbps * 1e9 * hw.memory_efficiency);
   return p;

@@ -45,7 +45,10 @@ struct StepPhases {
   double dp_comm = 0;       // the data plugin's collectives, where the backward does not hide them
   double optimizer = 0;     // the optimizer's step over the rank's state
   double offload = 0;       // host transfers and the host's optimizer step (an offload plugin's)
-  double total() const { return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm + optimizer + offload; }
+  double core_comm = 0;     // the core's own collective each step (the loss's sum over the world)
+  double total() const {
+    return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm + optimizer + offload + core_comm;
+  }
 };
 
 // Where the layout's groups fall on the machine's nodes.

@@ -301,6 +301,10 @@ TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --ha
   CHECK(*hw.activation_gelems > 0);
   const std::string text = read_file(file);
   CHECK_THAT(text, Contains("links: gloo between "));
+  // How far the ranks drift apart between two synchronisations is measured, not assumed.
+  CHECK_THAT(text, Contains("sync_skew_us_per_sqrt_ms = "));
+  CHECK_THAT(text, Contains("sync_skew_us_per_sqrt_ms: a 4 KiB all-reduce's wait beyond its latency after 2, 8 and 32 ms"));
+  CHECK(hw.sync_skew_us_per_sqrt_ms >= 0);
   // This machine's 2 cores each run a rank, so overlap is not measured but known to be 0.
   if (std::thread::hardware_concurrency() <= 2) {
     CHECK(hw.comm_overlap == 0);

@@ -171,3 +171,36 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   l.rank.model.n_layer = 23;
   CHECK_THROWS_WITH(predict_step_time(a100, l, k, {}, {}), Contains("23 blocks do not split into pp 2 x 1 virtual stages"));
 }
+
+TEST_CASE("a blocking collective waits for its group's slowest member: the skew grows as the root of the computation "
+          "between synchronisations, and the core sums the loss once a step", "[plan]") {
+  const Hardware a100 = load_hardware("a100-80g");
+  StepLayout l;
+  l.rank = megatron_rank_shape(megatron_table1().front(), 2, "none");  // tp 2, no sequence parallel
+  l.dp = 4;
+  const KernelInventory k = plait_kernels(l.rank);
+  const std::vector<CommOp> grads = {{"grads", Collective::all_reduce, 1e8, 3, false}};
+  const StepPhases even = predict_step_time(a100, l, k, grads, {});
+  REQUIRE(a100.sync_skew_us_per_sqrt_ms == 0);  // an accelerator's kernels take as long on every rank
+  Hardware cpu = a100;
+  cpu.sync_skew_us_per_sqrt_ms = 300;
+  CHECK(cpu.sync_skew_seconds(4e-3) == Approx(600e-6));  // 300 µs × √4
+  CHECK(cpu.sync_skew_seconds(0) == 0);
+  const StepPhases skewed = predict_step_time(cpu, l, k, grads, {});
+  const double busy = even.compute + even.memory_bound;
+  // Tensor parallel: two all-reduces in each block's forward and two in its backward, and
+  // the vocab-parallel ends' four (the embedding's one, the loss's three).
+  const int64_t tp_syncs = l.rank.model.n_layer * 4 + 4;
+  CHECK(skewed.tp_comm - even.tp_comm ==
+        Approx(static_cast<double>(tp_syncs) * cpu.sync_skew_seconds(busy / static_cast<double>(tp_syncs))));
+  // The data plugin's: each issue.
+  CHECK(skewed.dp_comm - even.dp_comm == Approx(3 * cpu.sync_skew_seconds(busy / 3)));
+  CHECK(skewed.compute == even.compute);
+  // The core's sum of the loss over the world: one small all-reduce's time.
+  CHECK(even.core_comm == Approx(collective_seconds(a100, Collective::all_reduce, 8, {8, 8})));
+  l.dp = 1;
+  l.rank = megatron_rank_shape(megatron_table1().front(), 1, "none", 1);
+  const StepPhases alone = predict_step_time(cpu, l, k, grads, {});
+  CHECK(alone.core_comm == 0);
+  CHECK(alone.dp_comm == 0);  // one data-parallel rank: nothing to wait for
+}
