@@ -23,6 +23,7 @@ TrainSettings TrainSettings::from(const Options& t) {
   s.threads = t.get<int64_t>("threads");
   s.device = t.get<std::string>("device");
   s.memory_limit_mb = t.get<double>("memory_limit_mb");
+  s.cache_freed_blocks = t.get<bool>("cache_freed_blocks");
   s.activation_checkpointing = t.get<std::string>("activation_checkpointing");
   s.on_nonfinite = t.get<std::string>("on_nonfinite");
   s.nonfinite_skip_limit = t.get<int64_t>("nonfinite_skip_limit");

@@ -28,6 +28,7 @@ struct TrainSettings {
   int64_t threads = 0;
   std::string device;
   double memory_limit_mb = 0.0;
+  bool cache_freed_blocks = true;
   std::string activation_checkpointing;
   std::string on_nonfinite;
   int64_t nonfinite_skip_limit = 0;

@@ -30,6 +30,13 @@ MemoryStats cpu_memory_stats();
 void open_allocation_window();
 int64_t allocation_window_bytes();
 void close_allocation_window();
+// Keep large freed blocks (1 MiB and up) for the next allocation of the same size instead
+// of handing them back to the kernel ([train] cache_freed_blocks); off until asked for,
+// and turning it off hands back what it kept.
+void cache_freed_blocks(bool on);
+// False in a sanitizer's build, whose allocator must see every free to find a use after
+// it: nothing is kept there.
+bool freed_blocks_can_be_kept();
 // On a rank whose device is an accelerator every CPU allocation is host memory.
 void book_cpu_as_host(bool all_host);
 // Starts a new peak window at the current allocation.

@@ -34,6 +34,7 @@ void configure_process(const RunPlan& plan) {
   const TrainSettings& train = plan.config->train();
   install_tracking_allocator();
   set_device_memory_limit(static_cast<int64_t>(train.memory_limit_mb * 1024 * 1024));
+  cache_freed_blocks(train.cache_freed_blocks);
   int threads = at::get_num_threads();
   if (train.threads > 0) {
     threads = static_cast<int>(train.threads);
