@@ -102,8 +102,9 @@ class BlockCache {
   }
 
   // False: the caller frees it.
-  bool keep(char* raw, std::size_t raw_bytes, int64_t in_use_peak) {
+  bool keep(char* raw, std::size_t raw_bytes) {
     if (kSanitized || raw_bytes < kSmallest || !g_cache_blocks.load(std::memory_order_relaxed)) return false;
+    const int64_t in_use_peak = g_device.peak.load(std::memory_order_relaxed) + g_host.peak.load(std::memory_order_relaxed);
     const std::lock_guard<std::mutex> lock(mutex_);
     if (held_ + raw_bytes > static_cast<std::size_t>(in_use_peak / 2)) return false;
     blocks_[raw_bytes].push_back(raw);
@@ -140,8 +141,7 @@ void release(void* data) {
   if (h.window != nullptr && h.window->id.load(std::memory_order_relaxed) == h.window_id) {
     h.window->held.fetch_sub(h.bytes, std::memory_order_relaxed);
   }
-  const int64_t in_use_peak = g_device.peak.load(std::memory_order_relaxed) + g_host.peak.load(std::memory_order_relaxed);
-  if (!block_cache().keep(raw, static_cast<std::size_t>(h.bytes) + kHeader, in_use_peak)) g_base_deleter(raw);
+  if (!block_cache().keep(raw, static_cast<std::size_t>(h.bytes) + kHeader)) g_base_deleter(raw);
 }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }

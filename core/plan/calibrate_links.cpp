@@ -102,9 +102,7 @@ double time_op(Communicator& c, int op, int64_t bytes, int copies) {
   const int reps = bytes < kLargeBytes / kStream ? 16 * kReps : kReps;
   for (int r = 0; r < reps; ++r) {
     c.barrier({})->wait();
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    runs.push_back(timed(run));
   }
   // The mean, not the median: a step's collectives add up, and this machine's occasional
   // slow one (a few ms, one in ten here: a core woken late) is part of their sum.
@@ -139,19 +137,18 @@ double skew_of(Communicator& c, double latency_s) {
 // A large all-reduce issued, products run until as long as it takes alone, then waited
 // for: how much of the shorter of the two the pair saved.
 double overlap_of(Communicator& c, double all_reduce_s) {
-  const Products products_of;
-  auto products = [&](int64_t n) { products_of.run(n); };
-  const double one = timed([&] { products(8); }) / 8;
+  const Products products;
+  const double one = timed([&] { products.run(8); }) / 8;
   const int64_t n = std::max<int64_t>(1, static_cast<int64_t>(all_reduce_s / one));
   std::vector<double> saved;
   for (int r = 0; r < kReps; ++r) {
     c.barrier({})->wait();
-    const double alone = timed([&] { products(n); });
+    const double alone = timed([&] { products.run(n); });
     c.barrier({})->wait();
     at::Tensor t = at::ones({kLargeBytes / 4});
     const double both = timed([&] {
       const std::shared_ptr<Work> w = c.all_reduce(t, {});
-      products(n);
+      products.run(n);
       w->wait();
     });
     saved.push_back((alone + all_reduce_s - both) / std::min(alone, all_reduce_s));

@@ -3,6 +3,9 @@
 // model families, the vocabulary split by default and replicated on request), alone and
 // under a data-parallel plugin (dp 2 x tp 2), with and without sequence parallelism (also
 // with dropout on the sequence parts); its traffic is Megatron's formula.
+#include <algorithm>
+#include <limits>
+
 #include <catch2/catch.hpp>
 
 #include "plait/sdk/error.hpp"
@@ -34,14 +37,17 @@ double block_activation_bytes(int tp, bool sequence_parallel) {
   for (int i = 0; i < 2; ++i) {
     TempDir dir;
     ProcessResult r = run_quickstart(
-        dir / "run", 2,
+        dir / "run", 3,
         {"parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron", concat("parallel.tp=", tp),
          concat("megatron.sequence_parallel=", sequence_parallel ? "true" : "false"),
          concat("model.n_layer=", 2 + 2 * i), "model.attention=math"});
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    const auto steps = read_metrics(dir / "run");
-    held[i] = steps.back().at("activation_bytes").get<double>();
+    // The least over the steps: gloo's worker thread lets go of a collective's tensors
+    // just after the collective completes, and on a loaded machine sometimes only after
+    // the forward has counted what it holds (one sbh / t too many, seen on CI: +5%).
+    held[i] = std::numeric_limits<double>::max();
+    for (const auto& step : read_metrics(dir / "run")) held[i] = std::min(held[i], step.at("activation_bytes").get<double>());
   }
   return (held[1] - held[0]) / 2;
 }
@@ -195,10 +201,8 @@ TEST_CASE("sequence parallel divides a block's activations by t, tensor parallel
   for (int tp : {2, 4}) {
     const double tp_only = block_activation_bytes(tp, false), sp = block_activation_bytes(tp, true);
     INFO("tp " << tp << ": " << tp_only << " bytes per block, with sequence parallel " << sp);
-    // 5%: a tensor of one sbh (an all-reduced block output) is let go by gloo's worker
-    // thread whenever it drops its work, sometimes inside the measured forward (seen once
-    // on a loaded 2-core CI run: -4%). Sequence parallel not splitting, or tensor parallel
-    // splitting what it keeps whole, is off by 17% or more.
+    // 5%: what gloo's worker lets go of late in every step. Sequence parallel not
+    // splitting, or tensor parallel splitting what it keeps whole, is off by 17% or more.
     CHECK(sp == Approx(one / tp).epsilon(0.05));
     CHECK(tp_only == Approx(4 * sbh + (one - 4 * sbh) / tp).epsilon(0.05));
   }
