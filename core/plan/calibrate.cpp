@@ -31,15 +31,25 @@ double host_memory_gib() {
          (1024.0 * 1024.0 * 1024.0);
 }
 
+std::string list(const std::vector<double>& values, int digits) {
+  std::vector<std::string> items;
+  for (const double v : values) items.push_back(fixed(v, digits));
+  return list(items);
+}
+
 void links(std::ostringstream& out, const char* table, const LinkModel& m) {
   out << "\n[" << table << "]\n";
-  const std::pair<const char*, const CollectiveCost*> ops[] = {
-      {"all_reduce", &m.all_reduce}, {"all_gather", &m.all_gather}, {"reduce_scatter", &m.reduce_scatter}};
+  const std::pair<const char*, const CollectiveCost*> ops[] = {{"all_reduce", &m.all_reduce},
+                                                                {"all_gather", &m.all_gather},
+                                                                {"reduce_scatter", &m.reduce_scatter},
+                                                                {"send", &m.send}};
   for (const auto& [name, cost] : ops) {
+    const bool send = cost == &m.send;
     out << name << "_us = " << fixed(cost->latency_us, 1) << "\n"
-        << name << "_busbw_gbps = " << fixed(cost->bus_gbps, 3) << "\n";
+        << name << (send ? "_gbps = " : "_busbw_gbps = ") << fixed(cost->bus_gbps, 3) << "\n"
+        << name << "_bus_kib = " << list(cost->bus_kib, 1) << "\n"
+        << name << "_times_us = " << list(cost->times_us, 1) << "\n";
   }
-  out << "send_us = " << fixed(m.send.latency_us, 1) << "\nsend_gbps = " << fixed(m.send.bus_gbps, 3) << "\n";
 }
 
 }  // namespace
@@ -71,7 +81,7 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
       << "  \"adam_gbps and host_adam_gbps: AdamW's step over 8M float32 parameters (parameter, gradient, moments)\",\n"
       << "  \"" << measured.overlap_source << "\",\n"
       << "  \"links: " << comm_plugin << " between " << ranks
-      << " ranks over loopback, 4 KiB (latency) and 32 MiB (bus bandwidth), means\",\n"
+      << " ranks over loopback, 4 KiB (latency) and 32 MiB (bus bandwidth), and times at 64 KiB-4 MiB, means\",\n"
       << "  \"sync_skew_us_per_sqrt_ms: a 4 KiB all-reduce's wait beyond its latency after 2, 8 and 32 ms of products "
          "on each rank\",\n"
       << "]\n\n[gpu]\npeak_bf16_tflops = " << fixed(c.bf16_tflops, 6) << "\npeak_fp32_tflops = " << fixed(peak, 6)

@@ -25,10 +25,15 @@ constexpr int64_t kSmallBytes = 4 << 10;   // latency
 constexpr int64_t kLargeBytes = 32 << 20;  // bandwidth: the bytes of a stream of
 constexpr int kStream = 4;                  // operations issued back to back, 8 MiB each
 constexpr int kReps = 8;
+// Sizes between, each timed alone: the line through the small and the large size misses
+// them (gloo's 1 MiB all-reduce took 1.5-2.3 ms here where the line says 1.2).
+constexpr int64_t kMiddleBytes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20};
 
-// Each op's mean seconds at the small and the large size, as one member measures them.
+// Each op's mean seconds at the small, the middle and the large sizes, as one member
+// measures them.
 struct Timings {
   std::vector<double> small, large;  // all_reduce, all_gather, reduce_scatter, send
+  std::vector<std::vector<double>> middle;  // each op's at kMiddleBytes
   double overlap = 1.0;
   double skew_us_per_sqrt_ms = 0;
 };
@@ -163,6 +168,8 @@ Timings member(const PluginRegistry& registry, const std::string& plugin, const 
   Timings t;
   for (int op = 0; op < 4; ++op) {
     t.small.push_back(time_op(*c, op, kSmallBytes, 1));
+    t.middle.emplace_back();
+    for (const int64_t bytes : kMiddleBytes) t.middle.back().push_back(time_op(*c, op, bytes, 1));
     t.large.push_back(time_op(*c, op, kLargeBytes / kStream, kStream) * kStream);
   }
   if (overlap) t.overlap = overlap_of(*c, t.large[0]);
@@ -171,10 +178,20 @@ Timings member(const PluginRegistry& registry, const std::string& plugin, const 
   return t;
 }
 
-// Bus bandwidth as nccl-tests reports it, from the large size's time less the latency.
-CollectiveCost cost_of(double small_s, double large_s, double share) {
+// Bus bandwidth as nccl-tests reports it, from the large size's time less the latency;
+// and the time at each size measured, by the bytes each member moves.
+CollectiveCost cost_of(const Timings& t, int op, double share) {
+  const double small_s = t.small[op], large_s = t.large[op];
   const double transfer = std::max(large_s - small_s, 1e-9);
-  return {small_s * 1e6, static_cast<double>(kLargeBytes) * share / transfer / 1e9};
+  CollectiveCost c{small_s * 1e6, static_cast<double>(kLargeBytes) * share / transfer / 1e9, {}, {}};
+  auto point = [&](int64_t bytes, double seconds) {
+    c.bus_kib.push_back(static_cast<double>(bytes) * share / 1024.0);
+    c.times_us.push_back(seconds * 1e6);
+  };
+  point(kSmallBytes, small_s);
+  for (std::size_t i = 0; i < std::size(kMiddleBytes); ++i) point(kMiddleBytes[i], t.middle[op][i]);
+  point(kLargeBytes, large_s);
+  return c;
 }
 
 }  // namespace
@@ -216,10 +233,10 @@ LinkFigures measure_links(const PluginRegistry& registry, const std::string& com
   const Timings& t = timings.front();
   const double n = ranks;
   LinkFigures f;
-  f.links.all_reduce = cost_of(t.small[0], t.large[0], 2 * (n - 1) / n);
-  f.links.all_gather = cost_of(t.small[1], t.large[1], (n - 1) / n);
-  f.links.reduce_scatter = cost_of(t.small[2], t.large[2], (n - 1) / n);
-  f.links.send = cost_of(t.small[3], t.large[3], 1.0);
+  f.links.all_reduce = cost_of(t, 0, 2 * (n - 1) / n);
+  f.links.all_gather = cost_of(t, 1, (n - 1) / n);
+  f.links.reduce_scatter = cost_of(t, 2, (n - 1) / n);
+  f.links.send = cost_of(t, 3, 1.0);
   std::vector<double> skews;
   for (const Timings& member_t : timings) skews.push_back(member_t.skew_us_per_sqrt_ms);
   f.skew_us_per_sqrt_ms = mean_of(skews);

@@ -21,6 +21,19 @@ double moved_share(Collective op, int64_t n) {
   return 1.0;
 }
 
+// The measured times at sizes around `moved` bytes, interpolated; past the last, its
+// time plus the rest at `gbps`.
+double measured_seconds(const CollectiveCost& link, double moved, double gbps) {
+  const std::vector<double>& kib = link.bus_kib;
+  const std::vector<double>& us = link.times_us;
+  const double k = moved / 1024.0;
+  if (k <= kib.front()) return us.front() * 1e-6;
+  for (std::size_t i = 1; i < kib.size(); ++i) {
+    if (k <= kib[i]) return (us[i - 1] + (us[i] - us[i - 1]) * (k - kib[i - 1]) / (kib[i] - kib[i - 1])) * 1e-6;
+  }
+  return us.back() * 1e-6 + (k - kib.back()) * 1024.0 / (gbps * 1e9);
+}
+
 }  // namespace
 
 double group_bus_gbps(const Hardware& hw, Collective op, const GroupPlacement& group) {
@@ -38,6 +51,7 @@ double collective_seconds(const Hardware& hw, Collective op, double bytes, const
   if (group.size == 1 || bytes <= 0) return 0.0;
   const CollectiveCost& link = within_node(group) ? hw.intra_node.of(op) : hw.inter_node.of(op);
   const double moved = bytes * moved_share(op, group.size);
+  if (!link.bus_kib.empty()) return measured_seconds(link, moved, group_bus_gbps(hw, op, group));
   return link.latency_us * 1e-6 + moved / (group_bus_gbps(hw, op, group) * 1e9);
 }
 

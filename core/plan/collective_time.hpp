@@ -2,7 +2,8 @@
 // How long a collective takes on a machine: the hardware file's alpha-beta figures,
 // t = latency + bytes * (share each rank moves) / bus bandwidth, with the share as
 // nccl-tests defines bus bandwidth (all-reduce 2(n-1)/n, all-gather and reduce-scatter
-// (n-1)/n of the full buffer, a send all of it).
+// (n-1)/n of the full buffer, a send all of it). Where the file gives a collective's
+// times at some sizes (a calibrated machine), those are interpolated instead.
 //
 // A group within one node takes the intra-node links. A group across nodes with k members
 // on each runs k rings at once, each through its own member's NIC: its bus bandwidth is k

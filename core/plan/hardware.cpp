@@ -72,9 +72,34 @@ std::map<std::string, Options> resolve_hardware(const LoadedConfig& loaded) {
   return out;
 }
 
-LinkModel links_from(const Options& o) {
+// `<op>_bus_kib` and `<op>_times_us`: both or neither, as many of each, sizes positive
+// and ascending, times positive.
+void read_link_points(const Options& o, const std::string& table, const std::string& op, CollectiveCost& c) {
+  const auto sizes = o.find<std::vector<double>>(op + "_bus_kib");
+  const auto times = o.find<std::vector<double>>(op + "_times_us");
+  if (!sizes && !times) return;
+  const std::string where = o.where(op + (sizes ? "_bus_kib" : "_times_us"));
+  PLAIT_CHECK(sizes && times && sizes->size() == times->size() && !sizes->empty(),
+              concat(where, ": [", table, "] ", op, "_bus_kib has ", sizes ? sizes->size() : 0, " sizes and ", op,
+                     "_times_us ", times ? times->size() : 0, " times"),
+              "give one time for each size, at least one of each, or neither");
+  for (std::size_t i = 0; i < sizes->size(); ++i) {
+    PLAIT_CHECK((*sizes)[i] > 0 && (i == 0 || (*sizes)[i] > (*sizes)[i - 1]),
+                concat(where, ": [", table, "] ", op, "_bus_kib must be positive and ascending; ", (*sizes)[i], " is not"),
+                "list the sizes from the smallest up");
+    PLAIT_CHECK((*times)[i] > 0, concat(o.where(op + "_times_us"), ": [", table, "] ", op, "_times_us ", (*times)[i],
+                                        " is not a time"),
+                "write the microseconds the collective took at that size");
+  }
+  c.bus_kib = *sizes;
+  c.times_us = *times;
+}
+
+LinkModel links_from(const Options& o, const std::string& table) {
   auto cost = [&](const std::string& op, const std::string& bw) {
-    return CollectiveCost{o.get<double>(op + "_us"), o.get<double>(op + bw)};
+    CollectiveCost c{o.get<double>(op + "_us"), o.get<double>(op + bw), {}, {}};
+    read_link_points(o, table, op, c);
+    return c;
   };
   return {cost("all_reduce", "_busbw_gbps"), cost("all_gather", "_busbw_gbps"), cost("reduce_scatter", "_busbw_gbps"),
           cost("send", "_gbps")};
@@ -128,8 +153,8 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.host_adam_gbps = node.get<double>("host_adam_gbps");
   h.comm_overlap = node.get<double>("comm_overlap");
   h.sync_skew_us_per_sqrt_ms = node.get<double>("sync_skew_us_per_sqrt_ms");
-  h.intra_node = links_from(t.at("intra_node"));
-  h.inter_node = links_from(t.at("inter_node"));
+  h.intra_node = links_from(t.at("intra_node"), "intra_node");
+  h.inter_node = links_from(t.at("inter_node"), "inter_node");
   h.currency = price.get<std::string>("currency");
   h.on_demand_per_gpu_hour = price.find<double>("on_demand_per_gpu_hour");
   h.reserved_per_gpu_hour = price.find<double>("reserved_per_gpu_hour");

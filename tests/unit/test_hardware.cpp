@@ -83,6 +83,15 @@ TEST_CASE("a bad hardware file is refused naming its line and what to write", "[
   CHECK_THAT(refused("[gpu]\nreserved_gib = 80.0\n"), StartsWith(at + ":3:1: [gpu] reserved_gib 80 leaves nothing"));
   CHECK_THAT(refused("[inter_node]\nsend_gbps = -1.0\n"), StartsWith(at + ":3:1:") && Contains("send_gbps"));
   CHECK_THAT(refused("[node]\ngpus = \"eight\"\n"), StartsWith(at + ":3:1:") && Contains("gpus"));
+  // A collective's measured times come with their sizes, as many, ascending.
+  CHECK_THAT(refused("[intra_node]\nall_reduce_bus_kib = [4.0, 64.0]\n"),
+             StartsWith(at + ":3:1: [intra_node] all_reduce_bus_kib has 2 sizes and all_reduce_times_us 0 times"));
+  CHECK_THAT(refused("[intra_node]\nall_gather_bus_kib = [4.0, 64.0]\nall_gather_times_us = [30.0]\n"),
+             StartsWith(at + ":3:1: [intra_node] all_gather_bus_kib has 2 sizes and all_gather_times_us 1 times"));
+  CHECK_THAT(refused("[inter_node]\nsend_bus_kib = [64.0, 4.0]\nsend_times_us = [30.0, 40.0]\n"),
+             StartsWith(at + ":3:1: [inter_node] send_bus_kib must be positive and ascending; 4 is not"));
+  CHECK_THAT(refused("[inter_node]\nsend_bus_kib = [4.0, 64.0]\nsend_times_us = [30.0, 0.0]\n"),
+             StartsWith(at + ":4:1: [inter_node] send_times_us 0 is not a time"));
   // A file of its own that leaves out a figure with no default.
   write_file(dir / "bare.toml", "[hardware]\nname = \"a box\"\n");
   CHECK_THROWS_WITH(load_hardware((dir / "bare.toml").string()),

@@ -289,6 +289,13 @@ TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --ha
   CHECK(hw.gpus_per_node >= 2);
   CHECK(hw.intra_node.all_reduce.bus_gbps > 0);
   CHECK(hw.intra_node.send.latency_us > 0);
+  // Each collective's times at 4 KiB, 64 KiB-4 MiB and 32 MiB (the bytes an all-reduce
+  // member moves over 2 ranks: the buffer), the first its latency, the last its stream.
+  CHECK(hw.intra_node.all_reduce.bus_kib == std::vector<double>{4, 64, 256, 1024, 4096, 32768});
+  REQUIRE(hw.intra_node.all_reduce.times_us.size() == 6);
+  CHECK(hw.intra_node.all_reduce.times_us.front() == Approx(hw.intra_node.all_reduce.latency_us).epsilon(0.01));
+  CHECK(hw.intra_node.all_reduce.times_us.back() > hw.intra_node.all_reduce.times_us.front());
+  CHECK(hw.intra_node.send.times_us.size() == 6);
   REQUIRE(hw.adam_gbps.has_value());
   CHECK(*hw.adam_gbps > 0);
   CHECK((hw.comm_overlap >= 0 && hw.comm_overlap <= 1));
