@@ -39,14 +39,18 @@ std::string list(const std::vector<double>& values, int digits) {
 
 void links(std::ostringstream& out, const char* table, const LinkModel& m) {
   out << "\n[" << table << "]\n";
-  const std::pair<const char*, const CollectiveCost*> ops[] = {{"all_reduce", &m.all_reduce},
-                                                                {"all_gather", &m.all_gather},
-                                                                {"reduce_scatter", &m.reduce_scatter},
-                                                                {"send", &m.send}};
-  for (const auto& [name, cost] : ops) {
-    const bool send = cost == &m.send;
+  struct Op {
+    const char* name;
+    const CollectiveCost* cost;
+    const char* bandwidth;  // a send's is between two ranks, not a bus's
+  };
+  const Op ops[] = {{"all_reduce", &m.all_reduce, "_busbw_gbps"},
+                    {"all_gather", &m.all_gather, "_busbw_gbps"},
+                    {"reduce_scatter", &m.reduce_scatter, "_busbw_gbps"},
+                    {"send", &m.send, "_gbps"}};
+  for (const auto& [name, cost, bandwidth] : ops) {
     out << name << "_us = " << fixed(cost->latency_us, 1) << "\n"
-        << name << (send ? "_gbps = " : "_busbw_gbps = ") << fixed(cost->bus_gbps, 3) << "\n"
+        << name << bandwidth << " = " << fixed(cost->bus_gbps, 3) << "\n"
         << name << "_bus_kib = " << list(cost->bus_kib, 1) << "\n"
         << name << "_times_us = " << list(cost->times_us, 1) << "\n";
   }

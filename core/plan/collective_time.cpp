@@ -50,9 +50,9 @@ double collective_seconds(const Hardware& hw, Collective op, double bytes, const
               "report this as a plait bug");
   if (group.size == 1 || bytes <= 0) return 0.0;
   const CollectiveCost& link = within_node(group) ? hw.intra_node.of(op) : hw.inter_node.of(op);
-  const double moved = bytes * moved_share(op, group.size);
-  if (!link.bus_kib.empty()) return measured_seconds(link, moved, group_bus_gbps(hw, op, group));
-  return link.latency_us * 1e-6 + moved / (group_bus_gbps(hw, op, group) * 1e9);
+  const double moved = bytes * moved_share(op, group.size), gbps = group_bus_gbps(hw, op, group);
+  if (!link.bus_kib.empty()) return measured_seconds(link, moved, gbps);
+  return link.latency_us * 1e-6 + moved / (gbps * 1e9);
 }
 
 }  // namespace plait

@@ -74,7 +74,8 @@ std::map<std::string, Options> resolve_hardware(const LoadedConfig& loaded) {
 
 // `<op>_bus_kib` and `<op>_times_us`: both or neither, as many of each, sizes positive
 // and ascending, times positive.
-void read_link_points(const Options& o, const std::string& table, const std::string& op, CollectiveCost& c) {
+void read_link_points(const Options& o, const std::string& op, CollectiveCost& c) {
+  const std::string& table = o.table();
   const auto sizes = o.find<std::vector<double>>(op + "_bus_kib");
   const auto times = o.find<std::vector<double>>(op + "_times_us");
   if (!sizes && !times) return;
@@ -95,10 +96,10 @@ void read_link_points(const Options& o, const std::string& table, const std::str
   c.times_us = *times;
 }
 
-LinkModel links_from(const Options& o, const std::string& table) {
+LinkModel links_from(const Options& o) {
   auto cost = [&](const std::string& op, const std::string& bw) {
     CollectiveCost c{o.get<double>(op + "_us"), o.get<double>(op + bw), {}, {}};
-    read_link_points(o, table, op, c);
+    read_link_points(o, op, c);
     return c;
   };
   return {cost("all_reduce", "_busbw_gbps"), cost("all_gather", "_busbw_gbps"), cost("reduce_scatter", "_busbw_gbps"),
@@ -153,8 +154,8 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.host_adam_gbps = node.get<double>("host_adam_gbps");
   h.comm_overlap = node.get<double>("comm_overlap");
   h.sync_skew_us_per_sqrt_ms = node.get<double>("sync_skew_us_per_sqrt_ms");
-  h.intra_node = links_from(t.at("intra_node"), "intra_node");
-  h.inter_node = links_from(t.at("inter_node"), "inter_node");
+  h.intra_node = links_from(t.at("intra_node"));
+  h.inter_node = links_from(t.at("inter_node"));
   h.currency = price.get<std::string>("currency");
   h.on_demand_per_gpu_hour = price.find<double>("on_demand_per_gpu_hour");
   h.reserved_per_gpu_hour = price.find<double>("reserved_per_gpu_hour");
