@@ -39,7 +39,8 @@ nlohmann::ordered_json prediction_json(const ConfigPrediction& p, const Hardware
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   for (const CommOp& op : p.data_ops) {
     ops.push_back({{"what", op.what}, {"bytes", op.bytes}, {"count", op.count},
-                   {"overlaps", op.overlaps_backward ? "backward" : op.overlaps_forward ? "forward" : "none"}});
+                   {"overlaps", op.overlaps_backward ? "backward" : op.overlaps_forward ? "forward" : "none"},
+                   {"group", op.group.size}, {"group_per_node", op.group.per_node}});
   }
   return {{"config", config},
           {"hardware", hw.id},

@@ -14,6 +14,8 @@ const std::vector<NamedSize>& named_sizes() {
   auto llama = [](const char* size, int64_t L, int64_t H, int64_t KV, int64_t C, int64_t F, int64_t V, int64_t T) {
     return ModelSpec{"llama", size, L, H, KV, C, F, V, T, 10000.0, 1e-5};
   };
+  ModelSpec llama3_8b = llama("8b", 32, 32, 8, 4096, 14336, 128256, 8192);
+  llama3_8b.rope_theta = 500000.0;
   static const std::vector<NamedSize> sizes = {
       {gpt2("tiny", 2, 4, 64, 256, 64), "test size, byte vocabulary", std::nullopt},
       {gpt2("124m", 12, 12, 768, 50304, 1024), "GPT-2 small, nanoGPT's padded vocabulary", 124475904},
@@ -27,6 +29,7 @@ const std::vector<NamedSize>& named_sizes() {
       {llama("350m", 24, 16, 4, 1024, 2816, 32000, 2048), "GPT-2-medium width, Llama blocks", std::nullopt},
       {llama("1b", 22, 32, 4, 2048, 5632, 32000, 2048), "TinyLlama-1.1B", 1100048384},
       {llama("7b", 32, 32, 32, 4096, 11008, 32000, 4096), "Llama-2-7B", 6738415616},
+      {llama3_8b, "Llama-3-8B (rope theta 500000)", 8030261248},
       {llama("13b", 40, 40, 40, 5120, 13824, 32000, 4096), "Llama-2-13B", 13015864320},
       {llama("70b", 80, 64, 8, 8192, 28672, 32000, 4096), "Llama-2-70B", 68976648192},
   };

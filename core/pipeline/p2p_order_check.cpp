@@ -40,13 +40,13 @@ struct Rank {
   std::size_t host = 0;                    // next action the host reaches
   std::size_t posted = 0;                  // groups posted
   std::size_t head = 0;                    // first group not complete
-  std::map<std::tuple<int, int64_t, int64_t>, Op*> recv_of;  // (type, stage, microbatch) of each receive
 };
 
 class OrderPlay {
  public:
   OrderPlay(const std::vector<std::vector<Action>>& lists, const ScheduleSpec& spec, const std::string& where)
       : lists_(lists), spec_(spec), where_(where), ranks_(lists.size()) {
+    recv_of_.assign(static_cast<std::size_t>(2 * spec.stages() * spec.microbatches), nullptr);
     build();
     owner_last_ = last_backward_of(0);
     borrower_last_ = last_backward_of(spec.stages() - 1);
@@ -113,15 +113,22 @@ class OrderPlay {
                           rank.groups.size() - 1});
           rank.groups.back().push_back(&ops_.back());
           rank.item_group[k] = static_cast<std::ptrdiff_t>(rank.groups.size() - 1);
-          if (!is_send(a.type)) rank.recv_of[{static_cast<int>(a.type), a.stage, a.microbatch}] = &ops_.back();
+          if (!is_send(a.type)) recv_of_[recv_index(a.type, a.stage, a.microbatch)] = &ops_.back();
         }
       }
     }
   }
 
+  // Each receive's place in recv_of_: its kind, its stage, its microbatch (a checked
+  // schedule's: in range).
+  std::size_t recv_index(ActionType t, int64_t stage, int64_t mb) const {
+    const int64_t kind = t == ActionType::recv_grad ? 1 : 0;
+    return static_cast<std::size_t>((kind * spec_.stages() + stage) * spec_.microbatches + mb);
+  }
+
   // The receive a compute reads, or null.
-  const Op* input_of(std::size_t r, const Action& a) const {
-    auto recv = [&](ActionType t) { return ranks_[r].recv_of.at({static_cast<int>(t), a.stage, a.microbatch}); };
+  const Op* input_of(const Action& a) const {
+    auto recv = [&](ActionType t) { return recv_of_[recv_index(t, a.stage, a.microbatch)]; };
     if (a.type == ActionType::forward && a.stage > 0) return recv(ActionType::recv_activation);
     if (a.type == ActionType::backward && a.stage < spec_.stages() - 1) return recv(ActionType::recv_grad);
     return nullptr;
@@ -154,7 +161,7 @@ class OrderPlay {
       if (rank.item_group[rank.host] >= 0) {
         rank.posted = static_cast<std::size_t>(rank.item_group[rank.host]) + 1;
       } else {
-        const Op* input = input_of(r, a);
+        const Op* input = input_of(a);
         if ((input != nullptr && !input->done) || !tie_ready(a)) break;
         tie_sent_ = tie_sent_ || same(a, borrower_last_);
       }
@@ -213,6 +220,7 @@ class OrderPlay {
   std::string where_;
   std::vector<Op> ops_;
   std::vector<Rank> ranks_;
+  std::vector<Op*> recv_of_;  // each receive, at recv_index (a vector: a planner's search plays thousands)
   Action owner_last_, borrower_last_;  // the tie's ends: the first stage's and the last stage's last backward
   bool tie_sent_ = false;              // the last stage ran its last backward
 };

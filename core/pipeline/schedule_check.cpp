@@ -1,8 +1,7 @@
 #include "pipeline/schedule_check.hpp"
 
 #include <algorithm>
-#include <map>
-#include <tuple>
+#include <vector>
 
 #include "pipeline/p2p_order_check.hpp"
 #include "plait/sdk/error.hpp"
@@ -10,8 +9,18 @@
 namespace plait {
 namespace {
 
-using Key = std::tuple<int, int64_t, int64_t>;  // (action type, stage, microbatch)
-Key key_of(ActionType t, int64_t stage, int64_t mb) { return {static_cast<int>(t), stage, mb}; }
+constexpr int64_t kActionTypes = static_cast<int64_t>(ActionType::recv_grad) + 1;
+
+// Every (action type, stage, microbatch) of a schedule at its own index, so that what the
+// check records of each is a vector: a planner's search checks schedules of thousands of
+// actions, thousands of times.
+struct ActionIndex {
+  int64_t stages = 0, microbatches = 0;
+  int64_t size() const { return kActionTypes * stages * microbatches; }
+  std::size_t operator()(ActionType t, int64_t stage, int64_t mb) const {
+    return static_cast<std::size_t>((static_cast<int64_t>(t) * stages + stage) * microbatches + mb);
+  }
+};
 
 bool is_compute(ActionType t) { return t == ActionType::forward || t == ActionType::backward; }
 
@@ -32,9 +41,11 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
   PLAIT_CHECK(static_cast<int64_t>(ranks.size()) == p,
               concat("pipeline schedule '", plugin, "' gave ", ranks.size(), " action lists for ", p, " ranks"), "");
 
-  // 1. Each list on its own: ranges, placement, each action once, local order.
+  // 1. Each list on its own: ranges, placement, each action once, local order. (A stage
+  //    lives on one rank, so what one rank has done is apart from the others'.)
+  const ActionIndex key_of{stages, m};
+  std::vector<char> seen(static_cast<std::size_t>(key_of.size()), 0);
   for (int64_t r = 0; r < p; ++r) {
-    std::map<Key, std::size_t> seen;
     const auto& list = ranks[static_cast<std::size_t>(r)];
     for (std::size_t k = 0; k < list.size(); ++k) {
       const Action& a = list[k];
@@ -52,9 +63,11 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
           (a.type == ActionType::send_activation && last) || (a.type == ActionType::recv_grad && last)) {
         fail(r, concat(describe(a), ": stage ", a.stage, " has no ", first ? "previous" : "next", " stage"));
       }
-      if (!seen.emplace(key_of(a.type, a.stage, a.microbatch), k).second) fail(r, concat(describe(a), " appears twice"));
+      char& done = seen[key_of(a.type, a.stage, a.microbatch)];
+      if (done != 0) fail(r, concat(describe(a), " appears twice"));
+      done = 1;
       auto needs_before = [&](ActionType before, bool when) {
-        if (when && seen.count(key_of(before, a.stage, a.microbatch)) == 0) {
+        if (when && seen[key_of(before, a.stage, a.microbatch)] == 0) {
           fail(r, concat(describe(a), " comes before ", describe({before, a.stage, a.microbatch})));
         }
       };
@@ -69,7 +82,7 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
         if (s > 0) needed.insert(needed.end(), {ActionType::recv_activation, ActionType::send_grad});
         if (s < stages - 1) needed.insert(needed.end(), {ActionType::send_activation, ActionType::recv_grad});
         for (ActionType t : needed) {
-          if (seen.count(key_of(t, s, i)) == 0) fail(r, concat(describe({t, s, i}), " is missing"));
+          if (seen[key_of(t, s, i)] == 0) fail(r, concat(describe({t, s, i}), " is missing"));
         }
       }
     }
@@ -83,13 +96,12 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
   std::vector<double> clock(static_cast<std::size_t>(p), 0.0), busy(static_cast<std::size_t>(p), 0.0);
   std::vector<int64_t> in_flight(static_cast<std::size_t>(p), 0);
   sim.peak_in_flight.assign(static_cast<std::size_t>(p), 0);
-  std::map<Key, double> sent;  // (send type, sending stage, mb) -> time
-  auto source_of = [](const Action& a) -> std::pair<bool, Key> {
+  std::vector<double> sent(seen.size(), -1.0);  // (send type, sending stage, mb) -> time; -1: not yet
+  auto source_of = [&](const Action& a) -> std::pair<bool, std::size_t> {
     if (a.type == ActionType::forward && a.stage > 0) return {true, key_of(ActionType::send_activation, a.stage - 1, a.microbatch)};
-    if (a.type == ActionType::backward) return {true, key_of(ActionType::send_grad, a.stage + 1, a.microbatch)};
-    return {false, {}};
+    if (a.type == ActionType::backward && a.stage + 1 < stages) return {true, key_of(ActionType::send_grad, a.stage + 1, a.microbatch)};
+    return {false, 0};
   };
-  const int64_t last_stage = stages - 1;
   for (bool moved = true; moved;) {
     moved = false;
     for (int64_t r = 0; r < p; ++r) {
@@ -99,10 +111,9 @@ SimulatedSchedule check_schedule(const std::vector<std::vector<Action>>& ranks, 
         const Action& a = list[i];
         double ready = clock[static_cast<std::size_t>(r)];
         auto [needs, from] = source_of(a);
-        if (needs && !(a.type == ActionType::backward && a.stage == last_stage)) {
-          auto it = sent.find(from);
-          if (it == sent.end()) break;  // waits for another rank
-          ready = std::max(ready, it->second);
+        if (needs) {
+          if (sent[from] < 0) break;  // waits for another rank
+          ready = std::max(ready, sent[from]);
         }
         const double cost = a.type == ActionType::forward ? forward_cost : a.type == ActionType::backward ? backward_cost : 0.0;
         TimedAction t{a, ready, ready + cost};

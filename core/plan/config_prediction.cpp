@@ -1,6 +1,7 @@
 #include "plan/config_prediction.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "data/make_sampler.hpp"
 #include "plait/sdk/cost_model.hpp"
@@ -42,26 +43,6 @@ RankShape rank_shape(const PlanInputs& in) {
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
   q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
   return q;
-}
-
-Collective collective_of(CostCollective op) {
-  switch (op) {
-    case CostCollective::all_reduce: return Collective::all_reduce;
-    case CostCollective::reduce_scatter: return Collective::reduce_scatter;
-    // A broadcast moves what an all-gather's output holds, over a tree or a ring alike.
-    case CostCollective::all_gather:
-    case CostCollective::broadcast: return Collective::all_gather;
-  }
-  return Collective::all_reduce;
-}
-
-std::vector<CommOp> comm_ops(const DataCost& cost) {
-  std::vector<CommOp> ops;
-  for (const CommCost& c : cost.comm) {
-    ops.push_back({c.what, collective_of(c.op), static_cast<double>(c.bytes), c.count,
-                   c.overlaps == CostOverlap::backward, c.overlaps == CostOverlap::forward});
-  }
-  return ops;
 }
 
 // The optimizer's step reads the parameters, gradients and moments on the device and
@@ -111,17 +92,16 @@ StepLayout layout_of(const PlanInputs& in, const RankShape& shape) {
 }
 
 RankMemory rank_memory(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_node,
-                       const std::vector<int64_t>& stage_bytes, DataCost& cost) {
-  RankDataCost asked = plan_data_cost(in, pp_rank, dp_per_node);
+                       const std::vector<int64_t>& stage_bytes, RankDataCost& asked) {
+  asked = plan_data_cost(in, pp_rank, dp_per_node);
   PLAIT_CHECK(asked.cost.has_value(),
               concat("data plugin '", asked.plugin, "' has no cost model (plait::DataCostModel, plugin API 12.3)"),
               "a plugin built for 12.2 or before runs but cannot be planned; rebuild it against the current SDK and "
               "implement DataCostModel (sdk/include/plait/sdk/cost_model.hpp)");
-  cost = *asked.cost;
   RankMemory m;
   m.pp_rank = pp_rank;
-  m.state = cost.state;
-  m.transient = cost.transient_bytes;
+  m.state = asked.cost->state;
+  m.transient = asked.cost->transient_bytes;
   m.activations = peak_held_bytes(in.pipeline->schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
   return m;
 }
@@ -160,19 +140,19 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
   p.sequence_parallel = shape.sequence_parallel;
   p.layout = layout_of(in, shape);
   const std::vector<int64_t> stage_bytes = stage_activation_bytes(*in.pipeline, predict_activation_bytes(shape));
-  const int64_t dp_per_node = data_group(hw, p.layout).per_node;
-  DataCost busiest_cost;
+  const GroupPlacement data = data_group(hw, p.layout);
+  RankDataCost busiest_cost;
   for (int64_t r = 0; r < p.pp; ++r) {
-    DataCost cost;
-    p.ranks.push_back(rank_memory(in, r, dp_per_node, stage_bytes, cost));
+    RankDataCost cost;
+    p.ranks.push_back(rank_memory(in, r, data.per_node, stage_bytes, cost));
     if (r == 0 || p.ranks.back().device() > p.ranks[p.busiest].device()) {
       p.busiest = static_cast<std::size_t>(r);
-      busiest_cost = cost;
+      busiest_cost = std::move(cost);
     }
   }
   p.usable_bytes = hw.usable_memory_bytes();
   p.host_bytes_per_rank = hw.host_memory_gib * kGiB / static_cast<double>(std::min(p.gpus(), hw.gpus_per_node));
-  p.data_ops = comm_ops(busiest_cost);
+  p.data_ops = comm_ops(busiest_cost, data);
   const RankMemory& busiest = p.ranks[p.busiest];
   p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops,
                                {optimizer_bytes(busiest.state), state_bytes(busiest.state)});

@@ -124,7 +124,7 @@ double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<C
   std::vector<PassComm> forwards(m), backwards(m);
   double exposed = 0;
   for (const CommOp& op : ops) {
-    const double t = seconds(hw, op.op, op.bytes, dp, op.count);
+    const double t = seconds(hw, op.op, op.bytes, op.group.size > 0 ? op.group : dp, op.count);
     if ((!op.overlaps_backward && !op.overlaps_forward) || op.count < 1) {
       exposed += t;
       continue;

@@ -34,6 +34,7 @@ struct CommOp {
   int64_t count = 1;
   bool overlaps_backward = false;  // issued while a backward runs (once a step: the last microbatch's)
   bool overlaps_forward = false;   // issued while a forward runs (prefetched gathers)
+  GroupPlacement group{0, 0};      // a subgroup's ranks and members on a node; size 0: the data group
 };
 
 struct StepPhases {

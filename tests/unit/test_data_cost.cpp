@@ -217,3 +217,58 @@ TEST_CASE("a data plugin's collectives per step: ddp's buckets, zero 3's gathers
   CHECK(norms == 1);  // the gradient norm's two float64 sums, once a step
   CHECK(z.cost->transient_bytes > 0);
 }
+
+// A hybrid's collectives run over two kinds of subgroup: its shard groups (consecutive
+// data-parallel ranks, so within a node when one fits) and its replicas (one from each
+// shard group). The planner prices each by its members on a node.
+TEST_CASE("the sharding engine says where a hybrid's groups lie: shard groups within a node, replicas one from each "
+          "shard group", "[plan]") {
+  const PreparedRun run = prepare_run(source_path("configs/quickstart.toml"),
+                                      {"parallel.data=fsdp", "parallel.dp=64", "fsdp.shard_size=8"}, 64);
+  for (const auto& [on_node, shard_members, replica_members] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{8, 8, 1}, {16, 8, 2}, {4, 4, 1}, {64, 8, 8}}) {
+    INFO(on_node << " data-parallel ranks on a node");
+    const RankDataCost asked = plan_data_cost(run, 0, on_node);
+    REQUIRE(asked.members_per_node.size() == asked.cost->comm.size());
+    int64_t replica_ops = 0;
+    for (const CommOp& op : comm_ops(asked, {64, on_node})) {
+      INFO(op.what);
+      const bool replicas = op.what.starts_with("sum replicas");
+      replica_ops += replicas ? 1 : 0;
+      CHECK(op.group.size == 8);  // 8 shards, 64 / 8 replicas
+      CHECK(op.group.per_node == (replicas ? replica_members : shard_members));
+    }
+    CHECK(replica_ops == 3);  // one a group: embeddings, the blocks, the head
+  }
+}
+
+TEST_CASE("a cost model's subgroup without a placement is spread evenly over the data group's nodes, and one "
+          "outside the data group is refused naming the plugin", "[plan]") {
+  RankDataCost asked;
+  asked.plugin = "in-house";
+  asked.cost = DataCost{};
+  asked.cost->comm = {{"whole", CostCollective::all_reduce, 1024, 1, CostOverlap::none, 0},
+                      {"quarter", CostCollective::all_gather, 1024, 1, CostOverlap::none, 16},
+                      {"pairs", CostCollective::all_gather, 1024, 1, CostOverlap::none, 2}};
+  const std::vector<CommOp> ops = comm_ops(asked, {64, 8});  // 8 nodes of 8
+  CHECK(ops[0].group.size == 64);
+  CHECK(ops[0].group.per_node == 8);
+  CHECK(ops[1].group.size == 16);
+  CHECK(ops[1].group.per_node == 2);  // 16 over 8 nodes
+  CHECK(ops[2].group.per_node == 1);
+  asked.members_per_node = {8, 8, 2};
+  CHECK(comm_ops(asked, {64, 8})[1].group.per_node == 8);
+
+  CHECK_NOTHROW(check_cost_groups(asked, 64));
+
+  CHECK_THROWS_WITH(check_cost_groups(asked, 8),
+                    Contains("data plugin 'in-house': its collective 'quarter' has a group of 16 ranks in a "
+                             "data-parallel group of 8"));
+  asked.members_per_node = {8, 8, 4};
+  CHECK_THROWS_WITH(check_cost_groups(asked, 64),
+                    Contains("data plugin 'in-house': its collective 'pairs' has 4 of its 2 members on one node"));
+  asked.members_per_node = {8, 8};
+  CHECK_THROWS_WITH(check_cost_groups(asked, 64),
+                    Contains("data plugin 'in-house': its placement (DataCostPlacement) gives 2 counts for 3 "
+                             "collectives"));
+}

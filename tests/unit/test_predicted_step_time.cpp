@@ -158,6 +158,16 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   CHECK(predict_step_time(a100, l, k, {{"grads", Collective::all_reduce, bytes, 1, false}}, {}).dp_comm == Approx(alone));
   // Gathers prefetched under the forward are ready at its start and hide whole.
   CHECK(predict_step_time(a100, l, k, {{"gather", Collective::all_gather, bytes, 4, false, true}}, {}).dp_comm == 0);
+  // A collective over a subgroup (a hybrid's) is priced over it as placed: 8 ranks within
+  // a node take its links; 8 on 8 nodes, one ring through one NIC.
+  const CommOp in_node{"shard", Collective::all_gather, bytes, 1, false, false, {8, 8}};
+  CommOp across = in_node;
+  across.group = {8, 1};
+  CHECK(predict_step_time(a100, l, k, {in_node}, {}).dp_comm ==
+        Approx(collective_seconds(a100, Collective::all_gather, bytes, {8, 8})));
+  CHECK(predict_step_time(a100, l, k, {across}, {}).dp_comm ==
+        Approx(collective_seconds(a100, Collective::all_gather, bytes, {8, 1})));
+  CHECK(predict_step_time(a100, l, k, {across}, {}).dp_comm > 5 * predict_step_time(a100, l, k, {in_node}, {}).dp_comm);
   // On a machine whose computation hides only part of a collective (comm_overlap), the rest shows.
   Hardware shared = a100;
   shared.comm_overlap = 0.25;

@@ -1,12 +1,17 @@
 #include "plait/sharding/cost_model.hpp"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include "plait/sharding/context.hpp"
 #include "plait/sharding/group_plan.hpp"
 
 namespace plait::sharding {
 namespace {
+
+// What names the replicas' all-reduce among the engine's collectives: its group is strided.
+constexpr std::string_view kSumReplicas = "sum replicas ";
 
 struct Sizes {
   int64_t working = 4;  // the flat buffers' elements (bf16 under train.dtype = bfloat16)
@@ -51,7 +56,7 @@ void add_group_comm(std::vector<CommCost>& comm, const PlannedGroup& g, const Sh
   }
   const int64_t replicas = q.dp / shard_count;
   if (replicas > 1) {
-    comm.push_back({"sum replicas " + g.name, CostCollective::all_reduce, g.shard * s.working,
+    comm.push_back({std::string(kSumReplicas) + g.name, CostCollective::all_reduce, g.shard * s.working,
                     o.stage == 1 ? 1 : q.microbatches, CostOverlap::backward, replicas});
   }
 }
@@ -84,6 +89,20 @@ DataCost sharded_cost(const ShardingOptions& options, const CostQuery& q) {
   if (options.stage >= 2) cost.transient_bytes += 2 * largest;
   if (options.stage == 3) cost.transient_bytes += (1 + std::max<int64_t>(options.forward_prefetch, 0)) * largest;
   return cost;
+}
+
+std::vector<int64_t> sharded_members_per_node(const ShardingOptions& options, const CostQuery& q,
+                                              const DataCost& cost) {
+  const int64_t shard_count = shard_count_of(options, static_cast<int>(q.dp));
+  const int64_t on_node = std::max<int64_t>(q.dp_per_node, 1);
+  std::vector<int64_t> per_node;
+  for (const CommCost& c : cost.comm) {
+    const int64_t size = c.group > 0 ? c.group : q.dp;
+    // A node holds on_node / shard_count whole shard groups, each with one of the replicas.
+    const bool strided = c.what.starts_with(kSumReplicas);
+    per_node.push_back(std::clamp<int64_t>(strided ? on_node / shard_count : on_node, 1, size));
+  }
+  return per_node;
 }
 
 }  // namespace plait::sharding

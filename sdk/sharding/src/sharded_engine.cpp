@@ -105,6 +105,10 @@ void ShardedEngine::discard_gradients() {
 
 DataCost ShardedEngine::cost(const CostQuery& query) const { return sharded_cost(sharding_options(), query); }
 
+std::vector<int64_t> ShardedEngine::members_per_node(const CostQuery& query, const DataCost& cost) const {
+  return sharded_members_per_node(sharding_options(), query, cost);
+}
+
 StateBytes ShardedEngine::state_bytes() const {
   StateBytes bytes = sharding::state_bytes(ctx_);
   bytes.host_grads += reduction_.staging_bytes();

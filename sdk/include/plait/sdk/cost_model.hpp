@@ -88,4 +88,26 @@ class PLAIT_SDK_VISIBLE DataCostModel {
   virtual DataCost cost(const CostQuery& query) const = 0;
 };
 
+// API 12.5, an extension beside DataCostModel: where the members of each collective's
+// group lie. The planner prices a collective by its group's members on one node: within
+// a node it takes the node's links; across nodes, one ring per member on a node, each
+// through its own NIC. Without this extension, a group smaller than the data-parallel
+// group is taken as spread evenly over that group's nodes, as a hybrid plugin's
+// replicas are (one from each shard group); a plugin whose groups are consecutive ranks,
+// as hybrid shard groups are (within a node when they fit), says so here.
+//
+//   std::vector<int64_t> members_per_node(const plait::CostQuery& q, const plait::DataCost& c) const override;
+//   void* find_extension(std::string_view id) override {
+//     return plait::offer<plait::DataCostModel, plait::DataCostPlacement>(this, id);
+//   }
+class PLAIT_SDK_VISIBLE DataCostPlacement {
+ public:
+  static constexpr const char* kExtension = "plait.data_cost_placement/1";
+  virtual ~DataCostPlacement() = default;
+  // For each of `cost.comm` (this plugin's answer to `query`), in order: how many members
+  // of its group share one node, with `query.dp_per_node` of the data-parallel group on
+  // each (at least 1, at most the group's size).
+  virtual std::vector<int64_t> members_per_node(const CostQuery& query, const DataCost& cost) const = 0;
+};
+
 }  // namespace plait

@@ -24,11 +24,13 @@
 
 namespace plait::sharding {
 
-class ShardedEngine : public DataParallel, public DataCostModel {
+class ShardedEngine : public DataParallel, public DataCostModel, public DataCostPlacement {
  public:
   // The planner's question (API 12.3), answered from the same plan and buffers as setup's.
   DataCost cost(const CostQuery& query) const override;
-  void* find_extension(std::string_view id) override { return offer<DataCostModel>(this, id); }
+  // Where its groups lie (API 12.5): shard groups consecutive, replicas strided.
+  std::vector<int64_t> members_per_node(const CostQuery& query, const DataCost& cost) const override;
+  void* find_extension(std::string_view id) override { return offer<DataCostModel, DataCostPlacement>(this, id); }
   // What the options and the offload plugin allow, refused before launch (the same rules as setup's).
   void check(const RunCheck& run) const override;
   void setup(const DataParallelSetup& setup) override;
