@@ -109,7 +109,9 @@ TEST_CASE("plait debug on a running job asks its ranks for their records and nam
   while (Clock::now() < enough && read_file(out / "rank-0.log").find("step 12/") == std::string::npos) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  const ProcessResult debug = run_plait({"debug", out.string()});
+  // Ranks answer from their watchdog thread within 250 ms; CI runs this beside a 32-rank
+  // test on 2 cores, where a rank's threads may wait seconds for a core.
+  const ProcessResult debug = run_plait({"debug", out.string(), "--wait", "30"});
   const ProcessResult r = job.get();
   INFO(debug.output << "\n---\n" << r.output);
   CHECK(r.exit_code == 0);
@@ -119,18 +121,23 @@ TEST_CASE("plait debug on a running job asks its ranks for their records and nam
                                Contains("a straggler"));
   // And while it ran, from step times: the launcher's console (rank 0's log) said so, and the records keep it.
   CHECK_THAT(r.output, Contains(": rank 3 is a straggler: ") && Contains(" of its own work per step against the median rank's "));
-  // The steps' records name it, and only it (on a loaded machine the others' own time
-  // swings too, so not every step does: CI's last step did not).
+  // The steps' records name it (on a loaded machine the others' own time swings too, so
+  // not every step does: CI's last step did not; and beside CI's 32-rank test another
+  // rank's own work once truly lagged for a few steps and was named for them).
   const auto metrics = read_metrics(out);
   REQUIRE(metrics.size() == 40);
-  int named = 0;
+  int named = 0, named_others = 0;
   for (const auto& m : metrics) {
     if (!m.contains("straggler")) continue;
+    if (m.at("straggler").at("rank") != 3) {
+      ++named_others;
+      continue;
+    }
     ++named;
-    CHECK(m.at("straggler").at("rank") == 3);
     CHECK(m.at("straggler").at("own_ms").get<double>() > 300.0);
   }
   CHECK(named >= 5);
+  CHECK(named_others < named);  // rank 3 more often than all the others together
 }
 
 TEST_CASE("plait debug refuses a folder without flight records, saying when ranks write them", "[flight]") {
