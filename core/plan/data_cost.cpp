@@ -31,10 +31,13 @@ Collective collective_of(CostCollective op) {
   return Collective::all_reduce;
 }
 
+// Ranks in a collective's group: 0 stands for the whole data-parallel group.
+int64_t group_size(const CommCost& c, int64_t dp) { return c.group > 0 ? c.group : dp; }
+
 // A subgroup's placement: as the plugin says (API 12.5), or else spread evenly over the
 // data group's nodes (DataCostPlacement's fallback).
 GroupPlacement subgroup(const RankDataCost& asked, std::size_t i, const GroupPlacement& data) {
-  const int64_t size = asked.cost->comm[i].group > 0 ? asked.cost->comm[i].group : data.size;
+  const int64_t size = group_size(asked.cost->comm[i], data.size);
   if (!asked.members_per_node.empty()) return {size, asked.members_per_node[i]};
   return {size, std::clamp<int64_t>(size * data.per_node / data.size, 1, size)};
 }
@@ -86,7 +89,7 @@ void check_cost_groups(const RankDataCost& c, int64_t dp) {
                      " collectives"),
               fix);
   for (std::size_t i = 0; i < comm.size(); ++i) {
-    const int64_t size = comm[i].group > 0 ? comm[i].group : dp;
+    const int64_t size = group_size(comm[i], dp);
     PLAIT_CHECK(comm[i].group >= 0 && size <= dp && dp % size == 0,
                 concat(who, ": its collective '", comm[i].what, "' has a group of ", comm[i].group,
                        " ranks in a data-parallel group of ", dp),
