@@ -1,16 +1,14 @@
 #include "memory/tracking_allocator.hpp"
 
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
-
-#include "plait/sdk/error.hpp"
 
 namespace plait {
 namespace {
@@ -54,83 +52,30 @@ bool booked_as_host() { return t_host || g_all_host.load(std::memory_order_relax
 // The byte count and domain live in a header just before the data. The data pointer is
 // also the deleter's context, as LibTorch's raw_allocate() callers (oneDNN scratch
 // space) require.
-constexpr std::size_t kHeader = 64;  // keeps c10's 64-byte alignment
+constexpr std::size_t kAlignment = 64;  // c10's
+constexpr std::size_t kHeader = kAlignment;
 struct Header {
   int64_t bytes;
   int64_t host;
   ThreadWindow* window;  // the allocating thread's, when it had one open (device bytes only)
   uint64_t window_id;
+  void* block;  // what malloc returned
 };
 static_assert(sizeof(Header) <= kHeader);
-c10::DeleterFnPtr g_base_deleter = nullptr;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// Large blocks a step frees, kept for the next allocation of the same size. glibc hands a
-// block above its mmap threshold back to the kernel when it is freed, so a buffer a step
-// allocates anew (ZeRO-3's and FSDP's gathered groups, activations) would be mapped and
-// zeroed again, a page fault every 4 KiB: 16% of a 124M ZeRO-3 rank's time on 2 cores.
-// A step allocates the same sizes every time, so a block is found by its exact size. The
-// cache holds at most half of the most in use since the peak was last reset (a step's
-// peak, in a run); a block that does not fit goes back to the C library. Off under a
-// sanitizer, whose allocator must see every free to find a use after it.
-std::atomic<bool> g_cache_blocks{false};
-
-class BlockCache {
- public:
-  static constexpr std::size_t kSmallest = 1 << 20;  // below it glibc's heap keeps them
-
-  char* take(std::size_t raw_bytes) {
-    if (kSanitized || raw_bytes < kSmallest || !g_cache_blocks.load(std::memory_order_relaxed)) return nullptr;
-    const std::lock_guard<std::mutex> lock(mutex_);
-    auto it = blocks_.find(raw_bytes);
-    if (it == blocks_.end() || it->second.empty()) return nullptr;
-    char* raw = it->second.back();
-    it->second.pop_back();
-    held_ -= raw_bytes;
-    return raw;
-  }
-
-  // False: the caller frees it.
-  bool keep(char* raw, std::size_t raw_bytes) {
-    if (kSanitized || raw_bytes < kSmallest || !g_cache_blocks.load(std::memory_order_relaxed)) return false;
-    const int64_t in_use_peak = g_device.peak.load(std::memory_order_relaxed) + g_host.peak.load(std::memory_order_relaxed);
-    const std::lock_guard<std::mutex> lock(mutex_);
-    if (held_ + raw_bytes > static_cast<std::size_t>(in_use_peak / 2)) return false;
-    blocks_[raw_bytes].push_back(raw);
-    held_ += raw_bytes;
-    return true;
-  }
-
-  // Hands every kept block back to the C library.
-  void drain() {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [bytes, raws] : blocks_) {
-      for (char* raw : raws) g_base_deleter(raw);
-    }
-    blocks_.clear();
-    held_ = 0;
-  }
-
- private:
-  std::mutex mutex_;
-  std::unordered_map<std::size_t, std::vector<char*>> blocks_;
-  std::size_t held_ = 0;
+// Blocks come from malloc and are aligned here, not by posix_memalign (c10's way): glibc
+// serves an aligned request of n bytes from a free chunk of n plus the alignment only, so
+// a block a step frees could never serve the same request in the next step, and kept
+// memory (freed_memory.hpp) would still fault in each step's buffers anew.
+struct Block {
+  void* block;  // what malloc returned
+  char* raw;    // the header's place, kHeader before the aligned data
 };
-
-BlockCache& block_cache() {
-  static auto* cache = new BlockCache;  // never destroyed: tensors may be freed at exit
-  return *cache;
+Block allocate_block(std::size_t n) {
+  void* block = std::malloc(n + kHeader + kAlignment);
+  TORCH_CHECK_WITH(OutOfMemoryError, block != nullptr, "the host could not allocate ", n, " bytes");
+  const auto data = (reinterpret_cast<std::uintptr_t>(block) + kHeader + kAlignment - 1) & ~(kAlignment - 1);
+  return {block, reinterpret_cast<char*>(data - kHeader)};
 }
 
 void release(void* data) {
@@ -141,15 +86,13 @@ void release(void* data) {
   if (h.window != nullptr && h.window->id.load(std::memory_order_relaxed) == h.window_id) {
     h.window->held.fetch_sub(h.bytes, std::memory_order_relaxed);
   }
-  if (!block_cache().keep(raw, static_cast<std::size_t>(h.bytes) + kHeader)) g_base_deleter(raw);
+  std::free(h.block);
 }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 class TrackingAllocator final : public c10::Allocator {
  public:
-  explicit TrackingAllocator(c10::Allocator* base) : base_(base) { g_base_deleter = base->raw_deleter(); }
-
   c10::DataPtr allocate(size_t n) override {
     const auto bytes = static_cast<int64_t>(n);
     const int64_t limit = g_limit.load();
@@ -160,9 +103,8 @@ class TrackingAllocator final : public c10::Allocator {
                        " MiB with ", mib(g_device.current.load()), " MiB in use would pass the budget of ", mib(limit),
                        " MiB (train.memory_limit_mb)");
     }
-    char* raw = block_cache().take(n + kHeader);
-    if (raw == nullptr) raw = static_cast<char*>(base_->raw_allocate(n + kHeader));
-    Header h{bytes, host ? 1 : 0, nullptr, 0};
+    const auto [block, raw] = allocate_block(n);
+    Header h{bytes, host ? 1 : 0, nullptr, 0, block};
     if (ThreadWindow* w = this_thread_window(); !host && w->id.load(std::memory_order_relaxed) != 0) {
       h.window = w;
       h.window_id = w->id.load(std::memory_order_relaxed);
@@ -179,9 +121,6 @@ class TrackingAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     default_copy_data(dest, src, count);
   }
-
- private:
-  c10::Allocator* base_;
 };
 
 class ThreadMemoryDomain final : public MemoryDomain {
@@ -198,10 +137,7 @@ class ThreadMemoryDomain final : public MemoryDomain {
 void install_tracking_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
-    c10::Allocator* base = c10::GetCPUAllocator();
-    PLAIT_CHECK(base->raw_deleter() != nullptr, "the process's CPU allocator has no raw deleter to wrap",
-                "plait counts memory by wrapping LibTorch's default CPU allocator; do not replace it");
-    static TrackingAllocator allocator(base);
+    static TrackingAllocator allocator;
     c10::SetCPUAllocator(&allocator, /*priority=*/100);
   });
 }
@@ -222,13 +158,6 @@ int64_t allocation_window_bytes() { return this_thread_window()->held.load(std::
 void close_allocation_window() { this_thread_window()->id.store(0, std::memory_order_relaxed); }
 
 void book_cpu_as_host(bool all_host) { g_all_host = all_host; }
-
-bool freed_blocks_can_be_kept() { return !kSanitized; }
-
-void cache_freed_blocks(bool on) {
-  g_cache_blocks = on;
-  if (!on) block_cache().drain();
-}
 
 void reset_cpu_memory_peak() {
   g_device.peak.store(g_device.current.load());

@@ -1,6 +1,7 @@
 #pragma once
 // Counts every byte LibTorch allocates on the CPU, so peak memory is measured rather
-// than estimated: a wrapper around the default CPU allocator, installed once per process.
+// than estimated: LibTorch's CPU allocator, replaced once per process by one that books
+// each block it takes from malloc.
 // Bytes are booked in one of two domains: host (what a thread allocates inside a
 // HostMemoryScope: offloaded model state) and device (everything else; on a CPU-only
 // run the "device" is the CPU). A budget on device bytes turns an allocation past it
@@ -30,13 +31,6 @@ MemoryStats cpu_memory_stats();
 void open_allocation_window();
 int64_t allocation_window_bytes();
 void close_allocation_window();
-// Keep large freed blocks (1 MiB and up) for the next allocation of the same size instead
-// of handing them back to the kernel ([train] cache_freed_blocks); off until asked for,
-// and turning it off hands back what it kept.
-void cache_freed_blocks(bool on);
-// False in a sanitizer's build, whose allocator must see every free to find a use after
-// it: nothing is kept there.
-bool freed_blocks_can_be_kept();
 // On a rank whose device is an accelerator every CPU allocation is host memory.
 void book_cpu_as_host(bool all_host);
 // Starts a new peak window at the current allocation.

@@ -12,6 +12,7 @@
 #include "debug/exception_text.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
+#include "memory/freed_memory.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
 #include "run/stop_notice.hpp"
@@ -34,7 +35,7 @@ void configure_process(const RunPlan& plan) {
   const TrainSettings& train = plan.config->train();
   install_tracking_allocator();
   set_device_memory_limit(static_cast<int64_t>(train.memory_limit_mb * 1024 * 1024));
-  cache_freed_blocks(train.cache_freed_blocks);
+  keep_freed_memory(train.cache_freed_blocks);
   int threads = at::get_num_threads();
   if (train.threads > 0) {
     threads = static_cast<int>(train.threads);

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Benchmark: [train] cache_freed_blocks on and off, side by side.
 
-  tools/bench/freed_blocks.py [--plait build/bin/plait] [--steps 6] [--repeats 3]
+  tools/bench/freed_blocks.py [--plait build/bin/plait] [--steps 6] [--repeats 3] [--only CASE,...]
 
-The same CPU runs with the rank's large freed blocks kept for reuse (the default) and
-handed back to the C library (`--set train.cache_freed_blocks=false`), in turn, each
+The same CPU runs with the memory a rank frees kept in its heap for reuse (the default)
+and large blocks handed back to the kernel (`--set train.cache_freed_blocks=false`), in turn, each
 repeat running every case both ways. Figures: the median step time after the first two
 steps, the median over repeats, the ratio on/off; and the process tree's largest
-resident set (wait4's ru_maxrss: the largest rank), which the cache raises by what it
-keeps. Run it on a quiet machine.
+resident set (wait4's ru_maxrss: the largest rank), which keeping raises by what the
+heap holds beyond the peak in use. Run it on a quiet machine.
 """
 import argparse
 import json
@@ -51,18 +51,24 @@ def main():
     ap.add_argument("--plait", default=os.path.join(ROOT, "build", "bin", "plait"))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", help=f"comma-separated cases out of: {', '.join(CASES)}")
     args = ap.parse_args()
+    names = args.only.split(",") if args.only else list(CASES)
+    unknown = [name for name in names if name not in CASES]
+    if unknown:
+        sys.exit(f"error: --only {args.only}: no case named {', '.join(unknown)} (the cases: {', '.join(CASES)})")
+    cases = {name: CASES[name] for name in names}
     work = tempfile.mkdtemp(prefix="freed-blocks-")
-    results = {(name, cache): [] for name in CASES for cache in (True, False)}
+    results = {(name, cache): [] for name in cases for cache in (True, False)}
     try:
         for _ in range(args.repeats):
-            for name, sets in CASES.items():
+            for name, sets in cases.items():
                 for cache in (True, False):
                     results[(name, cache)].append(one_run(args, sets, cache, os.path.join(work, "run")))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"{'case':12s} {'kept ms':>9s} {'freed ms':>9s} {'ratio':>6s} {'kept RSS':>9s} {'freed RSS':>9s}")
-    for name in CASES:
+    for name in cases:
         on = [r[0] for r in results[(name, True)]]
         off = [r[0] for r in results[(name, False)]]
         rss_on = max(r[1] for r in results[(name, True)]) / 2**20
