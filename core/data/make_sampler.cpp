@@ -23,7 +23,12 @@ std::unique_ptr<BatchSampler> make_sampler(const Options& data, const ModelSpec&
   spec.dp_rank = dp_rank;
   spec.seed = seed;
   spec.vocab_size = model.vocab_size;
+  spec.mask_prompts = data.find<bool>("mask_prompts").value_or(false);  // a table not resolved against the schema may leave it out
   const std::string source = data.get<std::string>("source");
+  PLAIT_CHECK(source == "synthetic" || !spec.mask_prompts,
+              concat(data.where("mask_prompts"), ": [data] mask_prompts masks synthetic samples; source = \"", source,
+                     "\" has no prompts to mask"),
+              "set source = \"synthetic\", or leave mask_prompts unset");
   if (source == "synthetic") {
     return std::make_unique<BatchSampler>(spec, nullptr, std::make_shared<SyntheticLanguage>(model.vocab_size, seed));
   }

@@ -12,6 +12,8 @@ BatchSampler::BatchSampler(const SamplerSpec& spec, std::shared_ptr<const TokenF
     : spec_(spec), file_(std::move(file)), synthetic_(std::move(synthetic)) {
   PLAIT_CHECK((file_ == nullptr) != (synthetic_ == nullptr), "internal: a sampler reads a file or a synthetic source",
               "report this as a plait bug");
+  PLAIT_CHECK(!spec_.mask_prompts || synthetic_ != nullptr, "internal: only synthetic data masks prompts",
+              "report this as a plait bug");
   if (file_ == nullptr) return;
   const int64_t n = file_->size();
   if (spec_.order == "sequential") {
@@ -34,6 +36,22 @@ int64_t BatchSampler::token(int64_t position) const {
                      " is not below the model's vocab_size ", spec_.vocab_size),
               "set [model] vocab_size to cover the tokenizer's vocabulary");
   return t;
+}
+
+int64_t BatchSampler::prompt_length(int64_t sample) const {
+  if (!spec_.mask_prompts) return 0;
+  auto rng = seeded_rng({spec_.seed, static_cast<uint64_t>(sample), 0x70726f6dull});
+  const uint64_t draw = rng();
+  return draw % 4 == 0 ? spec_.seq_len : static_cast<int64_t>((draw / 4) % static_cast<uint64_t>(spec_.seq_len));
+}
+
+int64_t BatchSampler::counted_in_batch(int64_t k) const {
+  const int64_t rows = spec_.dp_size * spec_.rows, first = k * rows;
+  int64_t counted = rows * spec_.seq_len;
+  if (spec_.mask_prompts) {
+    for (int64_t s = first; s < first + rows; ++s) counted -= prompt_length(s);
+  }
+  return counted;
 }
 
 Batch BatchSampler::next() {
@@ -59,7 +77,10 @@ Batch BatchSampler::next() {
       for (int64_t t = 0; t <= T; ++t) out[b * (T + 1) + t] = token(start + t);
     }
   }
-  return {rows.narrow(1, 0, T).contiguous(), rows.narrow(1, 1, T).contiguous(), k, first};
+  // A copy: with one row the narrowed view is already contiguous and shares the inputs' memory.
+  at::Tensor targets = rows.narrow(1, 1, T).clone(at::MemoryFormat::Contiguous);
+  for (int64_t b = 0; b < B; ++b) targets[b].narrow(0, 0, prompt_length(first + b)).fill_(-1);
+  return {rows.narrow(1, 0, T).contiguous(), std::move(targets), k, first, counted_in_batch(k)};
 }
 
 int64_t BatchSampler::samples() const { return position_ * spec_.dp_size * spec_.rows; }

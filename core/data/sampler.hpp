@@ -11,6 +11,10 @@
 //   synthetic: sample s is generated from (seed, s).
 // Every order makes sample s a function of s alone, so a run whose global batch is split
 // another way (dp x B x grad_accum kept) trains on the same samples in each step.
+//
+// mask_prompts (synthetic only, until token files carry masks): sample s's first P
+// targets are a prompt's, -1, and do not count; P is drawn from (seed, s): the whole row
+// for a quarter of the samples, otherwise 0 to T-1.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +33,7 @@ struct SamplerSpec {
   int64_t dp_rank = 0;
   uint64_t seed = 0;
   int64_t vocab_size = 0;        // tokens must be below it
+  bool mask_prompts = false;     // synthetic data: each sample's prompt does not count
 };
 
 struct Batch {
@@ -38,6 +43,10 @@ struct Batch {
   // The run's id of row 0: row j of global batch k is sample k * dp * B + j, so every
   // data-parallel degree numbers the samples as the single process does.
   int64_t first_sample = 0;
+  // Targets that count in the loss (not -1) in global batch k, over every data-parallel
+  // rank's rows: the host knows it without a collective, since each rank can read (or
+  // make) the others' rows.
+  int64_t counted = 0;
 };
 
 class BatchSampler {
@@ -60,6 +69,8 @@ class BatchSampler {
 
  private:
   int64_t token(int64_t position) const;
+  int64_t prompt_length(int64_t sample) const;
+  int64_t counted_in_batch(int64_t k) const;
 
   SamplerSpec spec_;
   std::shared_ptr<const TokenFile> file_;

@@ -18,6 +18,7 @@ nlohmann::ordered_json step_record(const StepFigures& f, const RankFigures& mine
       {"lr", f.lr},
       {"grad_norm", std::isfinite(f.grad_norm) ? nlohmann::ordered_json(f.grad_norm) : nlohmann::ordered_json(nullptr)},
       {"tokens", f.tokens},
+      {"counted_tokens", f.counted_tokens},
       {"step_ms", f.step_s * 1e3},
       {"tokens_per_s", tokens_per_s},
       {"mfu", f.mfu},

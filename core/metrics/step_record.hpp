@@ -19,6 +19,7 @@ struct StepFigures {
   double lr = 0.0;
   double grad_norm = 0.0;
   int64_t tokens = 0;
+  int64_t counted_tokens = 0;  // targets that count in the loss
   double step_s = 0.0;
   double mfu = 0.0;
   bool skipped = false;        // the optimizer step was withheld ([train] on_nonfinite = "skip")

@@ -59,8 +59,9 @@ struct StepRequests {
 class PipelineExecutor {
  public:
   explicit PipelineExecutor(ExecutorSetup setup);
-  // `tokens`: the global batch's token count (a 0-dim float64 tensor on the device, so
-  // that the host never waits for it), by which every microbatch's loss is divided.
+  // `tokens`: the global batch's count of targets that count (a 0-dim float64 tensor on
+  // the device, so that the host never waits for it), by which every microbatch's loss
+  // is divided.
   ScheduleOutcome run(const std::vector<Batch>& batches, const at::Tensor& tokens, StepRequests requests = {});
 
  private:

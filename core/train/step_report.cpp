@@ -82,6 +82,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
       .lr = out.lr,
       .grad_norm = out.result.grad_norm,
       .tokens = out.tokens,
+      .counted_tokens = out.counted_tokens,
       .step_s = step_s,
       .mfu = flops_per_token_ * tokens_per_s / peak_flops_,
       .skipped = !out.result.applied,

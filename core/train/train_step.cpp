@@ -17,10 +17,10 @@ namespace plait {
 namespace {
 
 // The step's figures, read with the gradient norm in its one read (StepArgs::loss_figures),
-// by position: the loss, this rank's share of it, the global batch's tokens, then the
-// device gauges plugins left (DeviceGauges).
+// by position: the loss, this rank's share of it, then the device gauges plugins left
+// (DeviceGauges).
 struct Figure {
-  static constexpr std::size_t global_loss_per_token = 0, loss_here = 1, global_tokens = 2, first_device_gauge = 3;
+  static constexpr std::size_t global_loss_per_token = 0, loss_here = 1, first_device_gauge = 2;
 };
 
 }  // namespace
@@ -45,11 +45,15 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
 StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {
   StepOutcome out;
   std::vector<Batch> batches;
-  at::Tensor tokens;  // the loss of a step is normalised by the tokens of the whole global batch
+  at::Tensor counted;  // the loss of a step is normalised by the counted targets of the whole global batch
   {
     const PhaseScope timed(Phase::data);
     batches = next_batches();
-    tokens = global_tokens(batches);
+    for (const Batch& b : batches) {
+      out.tokens += b.targets.numel() * plan_.world->mesh().shape().dp;
+      out.counted_tokens += b.counted;
+    }
+    counted = counted_tokens(batches, out.counted_tokens);
   }
   // [debug] slow_ms and slow faults: a straggler's extra compute; the other faults strike here.
   const double slow_ms = slow_ms_ + (process_faults() ? process_faults()->at_step(step) : 0.0);
@@ -59,14 +63,14 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   }
   StepRequests requests = dumps_.requests(step);
   requests.time_span = is_logged_step(step, log_every_, steps_);
-  out.schedule = rank_.executor->run(batches, tokens, requests);
+  out.schedule = rank_.executor->run(batches, counted, requests);
   dumps_.after_schedule(step, batches, out.schedule);
   at::Tensor loss_here = out.schedule.loss_sum;
   if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) loss_here = loss_here * std::nan("");
   out.lr = lr_.at(step);
-  // The global loss, this rank's share, the tokens and the plugins' device gauges are read
-  // with the gradient norm, in the step's one read.
-  at::Tensor figures = at::stack({global_loss(loss_here) / tokens, loss_here, tokens});
+  // The global loss, this rank's share and the plugins' device gauges are read with the
+  // gradient norm, in the step's one read.
+  at::Tensor figures = at::stack({global_loss(loss_here) / counted, loss_here});
   const DeviceGauges::Taken gauges = rank_.device_gauges.take(rank_.device);
   if (!gauges.keys.empty()) figures = at::cat({figures, gauges.values});
   {
@@ -84,7 +88,6 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   const std::vector<double>& read = out.result.loss_figures;
   out.loss = read.at(Figure::global_loss_per_token);
   out.loss_finite_here = std::isfinite(read.at(Figure::loss_here));
-  out.tokens = static_cast<int64_t>(read.at(Figure::global_tokens));
   for (std::size_t i = 0; i < gauges.keys.size(); ++i) rank_.metrics.gauge(gauges.keys[i], read.at(Figure::first_device_gauge + i));
   if (out.result.applied) rank_.tied->after_step(*rank_.dp.plugin);
   return out;
@@ -96,22 +99,23 @@ std::vector<Batch> StepRunner::next_batches() {
   return batches;
 }
 
-// Every data source fills every target and every data-parallel rank draws batches of
-// one shape, so the global batch's tokens are dp times this rank's: known without a
-// collective. Batches are host data: checking them reads nothing from the device.
-at::Tensor StepRunner::global_tokens(const std::vector<Batch>& batches) const {
-  int64_t here = 0;
+// The sampler counts the global batch's targets that count (every data-parallel rank's
+// rows), so the divisor is known without a collective; this rank's own rows are checked
+// against it where they can be: host data, no device read. A step with nothing counted
+// divides by 1: a zero loss and zero gradients, as in the single process.
+at::Tensor StepRunner::counted_tokens(const std::vector<Batch>& batches, int64_t counted) const {
   for (const auto& b : batches) {
     // The loader's targets are host tensors: read in place, no device is waited for.
     const at::Tensor t = b.targets.contiguous();
     const int64_t* v = t.data_ptr<int64_t>();
-    PLAIT_CHECK(std::none_of(v, v + t.numel(), [](int64_t target) { return target < 0; }),
-                concat("rank ", plan_.world->rank(), ": a batch has ignored (negative) targets"),
-                "the loss is divided by dp times each rank's target count, which holds only when every target counts");
-    here += b.targets.numel();
+    const int64_t here = std::count_if(v, v + t.numel(), [](int64_t target) { return target != -1; });
+    PLAIT_CHECK(std::none_of(v, v + t.numel(), [](int64_t target) { return target < -1; }) && here <= b.counted,
+                concat("rank ", plan_.world->rank(), ": batch ", b.index, " has ", here,
+                       " counted targets of its own and the sampler counts ", b.counted, " in the global batch"),
+                "targets are token ids or -1 (not counted), and the global count covers every rank's rows");
   }
-  const auto dp = static_cast<double>(plan_.world->mesh().shape().dp);
-  return at::full({}, dp * static_cast<double>(here), at::TensorOptions().dtype(at::kDouble).device(rank_.device));
+  const double divisor = static_cast<double>(std::max<int64_t>(counted, 1));
+  return at::full({}, divisor, at::TensorOptions().dtype(at::kDouble).device(rank_.device));
 }
 
 // `local` (a 0-dim float64 tensor on the compute device: NCCL takes no host tensors)

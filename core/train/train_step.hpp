@@ -1,6 +1,6 @@
 #pragma once
 // One optimizer step, in the manner of llm.c's training loop: the step's batches, the
-// global token count, this rank's schedule (forwards and backwards), the global loss,
+// global count of targets that count, this rank's schedule (forwards and backwards), the global loss,
 // then the optimizer step, which the core withholds when the loss or the gradient norm
 // is not finite (data_parallel.hpp).
 #include <cstdint>
@@ -19,9 +19,10 @@
 namespace plait {
 
 struct StepOutcome {
-  double loss = 0.0;              // global, per token of the global batch
+  double loss = 0.0;              // global, per counted target of the global batch
   bool loss_finite_here = true;   // this rank's own share of the loss was finite
   int64_t tokens = 0;             // target tokens of the global batch
+  int64_t counted_tokens = 0;     // those that count in the loss (not -1)
   double lr = 0.0;
   StepResult result;              // norm, and whether the update was applied
   ScheduleOutcome schedule;       // this rank's activation bytes and timing
@@ -43,7 +44,7 @@ class StepRunner {
 
  private:
   std::vector<Batch> next_batches();
-  at::Tensor global_tokens(const std::vector<Batch>& batches) const;
+  at::Tensor counted_tokens(const std::vector<Batch>& batches, int64_t counted) const;
   static at::Tensor summed(const at::Tensor& local, Communicator* group, const std::string& what);
   at::Tensor global_loss(const at::Tensor& loss_here) const;
 
