@@ -67,15 +67,15 @@ static_assert(sizeof(Header) <= kHeader);
 // serves an aligned request of n bytes from a free chunk of n plus the alignment only, so
 // a block a step frees could never serve the same request in the next step, and kept
 // memory (freed_memory.hpp) would still fault in each step's buffers anew.
-struct Block {
-  void* block;  // what malloc returned
-  char* raw;    // the header's place, kHeader before the aligned data
-};
-Block allocate_block(std::size_t n) {
+void* allocate_block(std::size_t n) {
   void* block = std::malloc(n + kHeader + kAlignment);
   TORCH_CHECK_WITH(OutOfMemoryError, block != nullptr, "the host could not allocate ", n, " bytes");
+  return block;
+}
+// The header's place in `block`: kHeader before the first aligned address past a header.
+char* header_place(void* block) {
   const auto data = (reinterpret_cast<std::uintptr_t>(block) + kHeader + kAlignment - 1) & ~(kAlignment - 1);
-  return {block, reinterpret_cast<char*>(data - kHeader)};
+  return reinterpret_cast<char*>(data - kHeader);
 }
 
 void release(void* data) {
@@ -103,7 +103,8 @@ class TrackingAllocator final : public c10::Allocator {
                        " MiB with ", mib(g_device.current.load()), " MiB in use would pass the budget of ", mib(limit),
                        " MiB (train.memory_limit_mb)");
     }
-    const auto [block, raw] = allocate_block(n);
+    void* block = allocate_block(n);
+    char* raw = header_place(block);
     Header h{bytes, host ? 1 : 0, nullptr, 0, block};
     if (ThreadWindow* w = this_thread_window(); !host && w->id.load(std::memory_order_relaxed) != 0) {
       h.window = w;

@@ -108,8 +108,13 @@ at::Tensor StepRunner::counted_tokens(const std::vector<Batch>& batches, int64_t
     // The loader's targets are host tensors: read in place, no device is waited for.
     const at::Tensor t = b.targets.contiguous();
     const int64_t* v = t.data_ptr<int64_t>();
-    const int64_t here = std::count_if(v, v + t.numel(), [](int64_t target) { return target != -1; });
-    PLAIT_CHECK(std::none_of(v, v + t.numel(), [](int64_t target) { return target < -1; }) && here <= b.counted,
+    int64_t here = 0;
+    bool ids_or_ignored = true;
+    for (const int64_t* target = v; target != v + t.numel(); ++target) {
+      here += *target != -1 ? 1 : 0;
+      ids_or_ignored = ids_or_ignored && *target >= -1;
+    }
+    PLAIT_CHECK(ids_or_ignored && here <= b.counted,
                 concat("rank ", plan_.world->rank(), ": batch ", b.index, " has ", here,
                        " counted targets of its own and the sampler counts ", b.counted, " in the global batch"),
                 "targets are token ids or -1 (not counted), and the global count covers every rank's rows");
