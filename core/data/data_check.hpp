@@ -1,9 +1,10 @@
 #pragma once
 // The data a run will read, checked before anything starts: the file exists and is a
-// regular, non-empty file of the format [data] source names (llm.c's header read and
-// held to the file's size), it has enough tokens for one global batch, and its largest
-// token id is below the model's vocabulary (token_scan.hpp). Errors start at the config
-// line to change.
+// regular, non-empty file of the format [data] source names (plait's or llm.c's header
+// read and held to the file's size, a loss mask of 0s and 1s, document starts rising),
+// it has enough tokens for one global batch, its tokenizer's vocabulary and its largest
+// token id fit the model's vocabulary (token_scan.hpp), and its loss mask counts something.
+// Errors start at the config line to change.
 #include <cstdint>
 
 #include "model/model_spec.hpp"

@@ -24,11 +24,17 @@ std::unique_ptr<BatchSampler> make_sampler(const Options& data, const ModelSpec&
   spec.seed = seed;
   spec.vocab_size = model.vocab_size;
   spec.mask_prompts = data.find<bool>("mask_prompts").value_or(false);  // a table not resolved against the schema may leave it out
+  spec.packing = data.find<bool>("packing").value_or(false);
   const std::string source = data.get<std::string>("source");
+  PLAIT_CHECK(source == "tokens" || !spec.packing,
+              concat(data.where("packing"), ": [data] packing puts a token file's documents into rows; source = \"",
+                     source, "\" has no documents"),
+              "set source = \"tokens\" with a file from tools/prepare_data.py, or leave packing unset");
   PLAIT_CHECK(source == "synthetic" || !spec.mask_prompts,
               concat(data.where("mask_prompts"), ": [data] mask_prompts masks synthetic samples; source = \"", source,
                      "\" has no prompts to mask"),
-              "set source = \"synthetic\", or leave mask_prompts unset");
+              "set source = \"synthetic\", or leave mask_prompts unset: a token file from tools/prepare_data.py "
+              "carries its own loss mask");
   if (source == "synthetic") {
     return std::make_unique<BatchSampler>(spec, nullptr, std::make_shared<SyntheticLanguage>(model.vocab_size, seed));
   }

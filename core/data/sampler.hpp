@@ -9,18 +9,21 @@
 //   random: sample s (row j of global batch k is s = k*dp*B + j) is the window of T+1
 //     tokens at an offset drawn from (seed, s).
 //   synthetic: sample s is generated from (seed, s).
+//   packing: sample s is packed row s (sequential, cycling) or a row drawn from (seed, s).
 // Every order makes sample s a function of s alone, so a run whose global batch is split
 // another way (dp x B x grad_accum kept) trains on the same samples in each step.
 //
-// mask_prompts (synthetic only, until token files carry masks): sample s's first P
-// targets are a prompt's, -1, and do not count; P is drawn from (seed, s): the whole row
-// for a quarter of the samples, otherwise 0 to T-1.
+// Targets that do not count are -1: in a file with a loss mask (token_file_format.hpp),
+// those whose mask byte is 0; with mask_prompts (synthetic data), sample s's first P
+// targets, a prompt's, P drawn from (seed, s): the whole row for a quarter of the
+// samples, otherwise 0 to T-1.
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include <ATen/core/Tensor.h>
 
+#include "data/packing.hpp"
 #include "data/token_source.hpp"
 
 namespace plait {
@@ -34,6 +37,7 @@ struct SamplerSpec {
   uint64_t seed = 0;
   int64_t vocab_size = 0;        // tokens must be below it
   bool mask_prompts = false;     // synthetic data: each sample's prompt does not count
+  bool packing = false;          // a token file's documents packed into rows (packing.hpp)
 };
 
 struct Batch {
@@ -47,6 +51,11 @@ struct Batch {
   // rank's rows: the host knows it without a collective, since each rank can read (or
   // make) the others' rows.
   int64_t counted = 0;
+  // Packed rows only (undefined otherwise), [B, T] int64: which of the row's documents each
+  // position holds (padding after the last is a document of its own) and its position
+  // within that document.
+  at::Tensor documents;
+  at::Tensor positions;
 };
 
 class BatchSampler {
@@ -58,6 +67,7 @@ class BatchSampler {
   Batch next();
   int64_t position() const { return position_; }
   const TokenFile* file() const { return file_.get(); }  // null for synthetic data
+  const PackingReport& packing() const { return packing_; }  // rows == 0 when not packing
 
   // Global samples drawn so far (position x dp x B): the same for any split of the batch.
   int64_t samples() const;
@@ -71,11 +81,17 @@ class BatchSampler {
   int64_t token(int64_t position) const;
   int64_t prompt_length(int64_t sample) const;
   int64_t counted_in_batch(int64_t k) const;
+  int64_t window_start(int64_t sample) const;  // random order: sample's first token in the file
+  int64_t counted_around(int64_t begin, int64_t length) const;
+  const PackedRow& packed_row(int64_t sample) const;
+  Batch packed_batch(int64_t k, int64_t first);
 
   SamplerSpec spec_;
   std::shared_ptr<const TokenFile> file_;
   std::shared_ptr<const SyntheticLanguage> synthetic_;
   int64_t position_ = 0;
+  std::vector<PackedRow> packed_;
+  PackingReport packing_;
 };
 
 }  // namespace plait

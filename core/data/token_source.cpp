@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
 
+#include "data/token_file_format.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {
@@ -70,7 +72,9 @@ std::shared_ptr<TokenFile> TokenFile::open_tokens(const std::string& path) {
   const auto* bytes = static_cast<const char*>(f->mapping_);
   int32_t header[3] = {0, 0, 0};
   if (f->mapping_bytes_ >= kLlmcHeaderBytes) std::memcpy(header, bytes, sizeof(header));
-  if (header[0] == kLlmcMagic) {
+  if (is_plait_token_file(bytes, f->mapping_bytes_)) {
+    f->read_plait_sections();
+  } else if (header[0] == kLlmcMagic) {
     PLAIT_CHECK(header[1] == 1 || header[1] == 2,
                 concat("[data] ", path, " has llm.c's magic number but version ", header[1]),
                 "llm.c token files are version 1 (uint16) or 2 (uint32)");
@@ -95,6 +99,63 @@ std::shared_ptr<TokenFile> TokenFile::open_tokens(const std::string& path) {
     f->count_ = static_cast<int64_t>(f->mapping_bytes_ / 2);
   }
   return f;
+}
+
+// Reads the header, then checks what a step would otherwise trip over later: mask bytes
+// other than 0 and 1, and document starts that do not begin at 0 or go backwards.
+void TokenFile::read_plait_sections() {
+  const auto* bytes = static_cast<const char*>(mapping_);
+  const TokenFileLayout layout = read_token_file_layout(bytes, mapping_bytes_, path_);
+  width_ = layout.width;
+  format_ = layout.width == 2 ? "plait v1 (uint16)" : "plait v1 (uint32)";
+  tokens_ = bytes + layout.tokens_at;
+  count_ = layout.tokens;
+  tokenizer_vocab_ = layout.vocab_size;
+  tokenizer_ = layout.tokenizer;
+  if (layout.has_mask) {
+    mask_ = reinterpret_cast<const uint8_t*>(bytes + layout.mask_at);
+    counted_before_block_.assign(static_cast<std::size_t>((count_ + kMaskBlock - 1) / kMaskBlock) + 1, 0);
+    for (int64_t block = 0; block * kMaskBlock < count_; ++block) {
+      int64_t ones = 0, others = 0;
+      const int64_t end = std::min(count_, (block + 1) * kMaskBlock);
+      for (int64_t i = block * kMaskBlock; i < end; ++i) {
+        ones += mask_[i] == 1;
+        others += mask_[i] > 1;
+      }
+      PLAIT_CHECK(others == 0,
+                  concat("[data] ", path_, ": the loss mask has a byte other than 0 and 1 in tokens ", block * kMaskBlock,
+                         " to ", end - 1),
+                  "the file is damaged: write it again with tools/prepare_data.py");
+      counted_before_block_[static_cast<std::size_t>(block) + 1] = counted_before_block_[static_cast<std::size_t>(block)] + ones;
+    }
+  }
+  if (layout.has_documents) {
+    document_starts_ = reinterpret_cast<const int64_t*>(bytes + layout.documents_at);
+    documents_ = layout.documents;
+    for (int64_t d = 0; d < documents_; ++d) {
+      const int64_t start = document_starts_[d], before = d == 0 ? -1 : document_starts_[d - 1];
+      PLAIT_CHECK(d == 0 ? start == 0 : start > before && start < count_,
+                  concat("[data] ", path_, ": document ", d, " starts at token ", start,
+                         d == 0 ? " (the first document starts at 0)"
+                                : concat(" after document ", d - 1, " at ", before, " (of ", count_, " tokens)")),
+                  "document starts rise from 0 and stay below the token count: write the file again with "
+                  "tools/prepare_data.py");
+    }
+  }
+}
+
+int64_t TokenFile::counted(int64_t begin, int64_t end) const {
+  if (mask_ == nullptr) return end - begin;
+  const auto partial = [&](int64_t from, int64_t to) {
+    int64_t n = 0;
+    for (int64_t i = from; i < to; ++i) n += mask_[i];
+    return n;
+  };
+  const int64_t first = begin / kMaskBlock + 1, last = end / kMaskBlock;  // whole blocks first .. last-1
+  if (first > last) return partial(begin, end);
+  return partial(begin, first * kMaskBlock) +
+         counted_before_block_[static_cast<std::size_t>(last)] - counted_before_block_[static_cast<std::size_t>(first)] +
+         partial(last * kMaskBlock, end);
 }
 
 SyntheticLanguage::SyntheticLanguage(int64_t vocab_size, uint64_t seed)

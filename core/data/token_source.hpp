@@ -5,7 +5,8 @@
 //   text:   any file, one token per byte (vocabulary 256).
 //   tokens: uint16 tokens, either a raw array (nanoGPT's .bin) or llm.c's format: a
 //           1024-byte header of 256 int32 (magic 20240520, version 1 = uint16 tokens or
-//           2 = uint32 tokens, token count) followed by the tokens.
+//           2 = uint32 tokens, token count) followed by the tokens; or plait's own
+//           format (token_file_format.hpp), which adds a loss mask and document starts.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -31,6 +32,18 @@ class TokenFile {
   int width() const { return width_; }  // bytes per token
   const std::string& path() const { return path_; }
   const char* format() const { return format_; }
+  // Whether the target at position i counts in the loss (files without a mask: all do).
+  bool counts(int64_t i) const { return mask_ == nullptr || mask_[i] != 0; }
+  bool has_mask() const { return mask_ != nullptr; }
+  // Positions in [begin, end) that count (0 <= begin <= end <= size()): a table of counts
+  // per block of kMaskBlock tokens, so a row costs at most two partial blocks.
+  int64_t counted(int64_t begin, int64_t end) const;
+  // Documents recorded in the file (0 when it has none) and the first token of each.
+  int64_t documents() const { return documents_; }
+  int64_t document_start(int64_t d) const { return document_starts_[d]; }
+  // The tokenizer's vocabulary size and name as the file records them (0 / "": unknown).
+  int64_t tokenizer_vocab() const { return tokenizer_vocab_; }
+  const std::string& tokenizer() const { return tokenizer_; }
   // Token at position i (0 <= i < size()).
   int64_t at(int64_t i) const {
     switch (width_) {
@@ -43,6 +56,8 @@ class TokenFile {
  private:
   TokenFile() = default;
   void map(const std::string& path);
+  void read_plait_sections();
+  static constexpr int64_t kMaskBlock = 4096;
 
   std::string path_;
   const char* format_ = "";
@@ -51,6 +66,12 @@ class TokenFile {
   const void* tokens_ = nullptr;
   int width_ = 1;
   int64_t count_ = 0;
+  const uint8_t* mask_ = nullptr;
+  std::vector<int64_t> counted_before_block_;  // counted positions before block j
+  const int64_t* document_starts_ = nullptr;
+  int64_t documents_ = 0;
+  int64_t tokenizer_vocab_ = 0;
+  std::string tokenizer_;
 };
 
 // A seeded "language" that a model can learn: each token has four possible successors

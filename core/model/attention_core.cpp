@@ -8,17 +8,25 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "plait/sdk/error.hpp"
+#include "model/document_layout.hpp"
 #include "model/precision.hpp"
 
 namespace plait {
 namespace {
 
-at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool math) {
-  if (!math) return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+// `allowed`: packed documents' [B, 1, T, T] mask (document_layout.hpp), or undefined for
+// causal attention over the whole row.
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool math,
+                            const at::Tensor& allowed) {
+  if (!math) {
+    if (allowed.defined()) return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, /*is_causal=*/false);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
+  }
   const int64_t T = q.size(-2);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  const at::Tensor future = at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
-  scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());
+  const at::Tensor hidden = allowed.defined() ? allowed.logical_not()
+                                              : at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(hidden, -std::numeric_limits<double>::infinity());
   return at::matmul(at::softmax(scores, -1), v);
 }
 
@@ -46,10 +54,14 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
                             bool math) {
     const AutocastState autocast = AutocastState::of(q.device().type());
     ctx->saved_data["math"] = math;
+    // Backward may run on autograd's device thread, outside the forward's DocumentScope.
+    const DocumentLayout* documents = current_document_layout();
+    const at::Tensor allowed = documents != nullptr ? documents->allowed : at::Tensor();
+    if (allowed.defined()) ctx->saved_data["allowed"] = allowed;
     ctx->saved_data["autocast"] = autocast.enabled;
     ctx->saved_data["autocast_dtype"] = autocast.dtype;
     ctx->save_for_backward({q, k, v});
-    return causal_attention(q, k, v, math);
+    return causal_attention(q, k, v, math, allowed);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -58,7 +70,9 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
     at::Tensor y = under_autocast(autocast, in[0].device().type(), [&] {
       at::AutoGradMode grad_on(true);
-      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool());
+      const auto allowed = ctx->saved_data.find("allowed");
+      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(),
+                              allowed == ctx->saved_data.end() ? at::Tensor() : allowed->second.toTensor());
     });
     variable_list g = torch::autograd::grad({y}, in, {grads[0]});
     return {g[0], g[1], g[2], at::Tensor()};
@@ -76,7 +90,8 @@ at::Tensor AttentionCore::forward(const at::Tensor& q, const at::Tensor& k, cons
   if (recompute_ && at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) {
     return RecomputeCore::apply(q, k, v, math_);
   }
-  return causal_attention(q, k, v, math_);
+  const DocumentLayout* documents = current_document_layout();
+  return causal_attention(q, k, v, math_, documents != nullptr ? documents->allowed : at::Tensor());
 }
 
 }  // namespace plait

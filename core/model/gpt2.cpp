@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
+#include "model/document_layout.hpp"
 #include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -21,8 +22,8 @@ class Embeddings final : public Layer {
     enter_blocks_ = f.blocks_entry();
   }
   at::Tensor forward(const at::Tensor& idx) override {
-    const int64_t T = idx.size(1);
-    at::Tensor pos = at::arange(T, idx.options().dtype(at::kLong));
+    const DocumentLayout* documents = current_document_layout();  // packed rows: positions restart per document
+    const at::Tensor pos = documents != nullptr ? documents->positions : at::arange(idx.size(1), idx.options().dtype(at::kLong));
     return drop_(enter_blocks_->forward(wte->forward(idx) + wpe->forward(pos)));
   }
   std::shared_ptr<Layer> wte, wpe;

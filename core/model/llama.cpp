@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "model/attention_core.hpp"
+#include "model/document_layout.hpp"
 #include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -46,11 +47,19 @@ struct Rotary {
     auto halves = x.chunk(2, -1);
     return at::cat({-halves[1], halves[0]}, -1);
   }
-  // x: [B, heads, T, Q]
+  // x: [B, heads, T, Q]; packed rows (document_layout.hpp) rotate by each position's
+  // place within its document.
   at::Tensor apply(const at::Tensor& x) const {
-    const int64_t T = x.size(2);
-    at::Tensor c = cos.narrow(0, 0, T).to(x.scalar_type());
-    at::Tensor s = sin.narrow(0, 0, T).to(x.scalar_type());
+    const int64_t B = x.size(0), T = x.size(2), Q = x.size(3);
+    at::Tensor c, s;
+    if (const DocumentLayout* documents = current_document_layout()) {
+      const at::Tensor places = documents->positions.reshape({-1});
+      c = cos.index_select(0, places).view({B, 1, T, Q}).to(x.scalar_type());
+      s = sin.index_select(0, places).view({B, 1, T, Q}).to(x.scalar_type());
+    } else {
+      c = cos.narrow(0, 0, T).to(x.scalar_type());
+      s = sin.narrow(0, 0, T).to(x.scalar_type());
+    }
     return x * c + rotate_half(x) * s;
   }
 };

@@ -7,6 +7,7 @@
 
 #include "debug/plugin_call.hpp"
 #include "memory/rank_memory.hpp"
+#include "model/document_layout.hpp"
 #include "model/dropout.hpp"
 #include "pipeline/schedule_check.hpp"
 #include "pipeline/transfer_groups.hpp"
@@ -96,6 +97,8 @@ class StepPlay {
     {
       AutocastScope autocast(s_.precision, s_.device.type());
       DropoutScope samples(DropoutStream{s_.seed, batch.first_sample});
+      DocumentScope documents(batch.documents.defined() ? std::optional(DocumentLayout::of(batch.documents, batch.positions, s_.device))
+                                                        : std::nullopt);
       for (std::size_t u : s_.units_of.at(a.stage)) h = forward_unit(u, a, h);
     }
     if (a.stage == s_.spec.stages() - 1) {

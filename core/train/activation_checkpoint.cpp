@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "model/attention_core.hpp"
+#include "model/document_layout.hpp"
 #include "model/dropout.hpp"
 #include "plait/sdk/error.hpp"
 #include "model/precision.hpp"
@@ -26,6 +27,10 @@ struct Recompute : public torch::autograd::Function<Recompute> {
       ctx->saved_data["dropout_seed"] = static_cast<int64_t>(stream->seed);
       ctx->saved_data["dropout_first_sample"] = stream->first_sample;
     }
+    if (const DocumentLayout* documents = current_document_layout()) {
+      ctx->saved_data["document_positions"] = documents->positions;
+      ctx->saved_data["document_allowed"] = documents->allowed;
+    }
     ctx->save_for_backward({x});
     return unit->forward(x);  // a custom function's forward runs without grad
   }
@@ -42,6 +47,12 @@ struct Recompute : public torch::autograd::Function<Recompute> {
                              ctx->saved_data["dropout_first_sample"].toInt()};
     }
     DropoutScope samples(stream);
+    // The same documents as the forward: packed rows attend and place positions alike.
+    std::optional<DocumentLayout> layout;
+    if (ctx->saved_data.count("document_positions") != 0) {
+      layout = DocumentLayout{ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor()};
+    }
+    DocumentScope documents(std::move(layout));
     at::Tensor y = under_autocast(autocast, x.device().type(), [&] {
       at::AutoGradMode grad_on(true);
       return unit->forward(x);

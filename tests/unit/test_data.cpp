@@ -11,6 +11,7 @@
 #include "data/token_source.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
+#include "support/token_files.hpp"
 
 using namespace plait;
 using namespace plait::test;
@@ -34,18 +35,6 @@ std::vector<uint16_t> iota_tokens(int n, int mod = 1000) {
   std::vector<uint16_t> t(n);
   for (int i = 0; i < n; ++i) t[i] = static_cast<uint16_t>(i % mod);
   return t;
-}
-
-SamplerSpec spec(const std::string& order, int64_t B, int64_t T, int64_t dp = 1, int64_t rank = 0) {
-  SamplerSpec s;
-  s.order = order;
-  s.rows = B;
-  s.seq_len = T;
-  s.dp_size = dp;
-  s.dp_rank = rank;
-  s.seed = 42;
-  s.vocab_size = 1000;
-  return s;
 }
 
 }  // namespace
@@ -81,7 +70,7 @@ TEST_CASE("token files: raw uint16 and llm.c's header are told apart by the magi
 TEST_CASE("sequential order is llm.c's loader: batch k reads B*T+1 tokens from k*B*T", "[data]") {
   TempDir dir;
   auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(100)).string());
-  BatchSampler s(spec("sequential", 2, 4), file, nullptr);
+  BatchSampler s(sampler_spec("sequential", 2, 4), file, nullptr);
   Batch b0 = s.next();
   // inputs = tokens[0:8] as [2, 4], targets = tokens[1:9]
   CHECK(at::equal(b0.inputs, at::arange(8, at::kLong).view({2, 4})));
@@ -103,7 +92,7 @@ TEST_CASE("every order splits a global batch by data-parallel rank exactly as on
     INFO(order);
     auto make = [&](int64_t B, int64_t dp, int64_t rank) {
       const bool synthetic = order == "synthetic";
-      return BatchSampler(spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
+      return BatchSampler(sampler_spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
                           synthetic ? language : nullptr);
     };
     BatchSampler whole = make(6, 1, 0);
@@ -122,9 +111,9 @@ TEST_CASE("every order splits a global batch by data-parallel rank exactly as on
 TEST_CASE("random and synthetic batches are reproducible and differ by seed", "[data]") {
   TempDir dir;
   auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(5000, 997)).string());
-  BatchSampler a(spec("random", 4, 16), file, nullptr), b(spec("random", 4, 16), file, nullptr);
+  BatchSampler a(sampler_spec("random", 4, 16), file, nullptr), b(sampler_spec("random", 4, 16), file, nullptr);
   CHECK(at::equal(a.next().inputs, b.next().inputs));
-  auto other = spec("random", 4, 16);
+  auto other = sampler_spec("random", 4, 16);
   other.seed = 43;
   BatchSampler c(other, file, nullptr);
   a.next();
@@ -152,7 +141,7 @@ TEST_CASE("sampler state is a count of global samples: it restores under another
     INFO(order);
     const bool synthetic = order == "synthetic";
     auto make = [&](int64_t B, int64_t dp, int64_t rank) {
-      return BatchSampler(spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
+      return BatchSampler(sampler_spec(synthetic ? "random" : order, B, 8, dp, rank), synthetic ? nullptr : file,
                           synthetic ? language : nullptr);
     };
     // Saved by dp 2 x B 2 after 3 global batches of 4 rows: 12 samples.
@@ -171,7 +160,7 @@ TEST_CASE("sampler state is a count of global samples: it restores under another
     for (int i = 0; i < 3; ++i) r0.next(), r1.next();
     CHECK(at::equal(next.inputs, at::cat({r0.next().inputs, r1.next().inputs})));
   }
-  BatchSampler c(spec("sequential", 2, 8), file, nullptr);
+  BatchSampler c(sampler_spec("sequential", 2, 8), file, nullptr);
   CHECK_THROWS_WITH(c.restore(R"({"order":"random","seed":42,"samples":4})"),
                     "the checkpoint's data is order 'random' seed 42, this run's is order 'sequential' seed 42");
 }
@@ -179,9 +168,9 @@ TEST_CASE("sampler state is a count of global samples: it restores under another
 TEST_CASE("data that does not fit the model or the batch is refused", "[data]") {
   TempDir dir;
   auto file = TokenFile::open_tokens(write_tokens(dir / "t.bin", iota_tokens(50)).string());
-  CHECK_THROWS_WITH(BatchSampler(spec("sequential", 4, 16), file, nullptr),
+  CHECK_THROWS_WITH(BatchSampler(sampler_spec("sequential", 4, 16), file, nullptr),
                     Contains("holds 50 tokens; one sequential global batch needs 65"));
-  auto small_vocab = spec("sequential", 1, 8);
+  auto small_vocab = sampler_spec("sequential", 1, 8);
   small_vocab.vocab_size = 5;
   BatchSampler s(small_vocab, file, nullptr);
   CHECK_THROWS_WITH(s.next(), Contains("token 5 at position 5") && Contains("vocab_size 5"));

@@ -12,6 +12,7 @@
 #include "data/sampler.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
+#include "support/token_files.hpp"
 
 using namespace plait;
 using namespace plait::test;
@@ -23,11 +24,7 @@ constexpr int64_t kT = 64;  // the quickstart's seq_len
 constexpr uint64_t kSeed = 1337;
 
 BatchSampler masked_sampler(int64_t dp, int64_t rank, int64_t rows) {
-  SamplerSpec spec;
-  spec.rows = rows;
-  spec.seq_len = kT;
-  spec.dp_size = dp;
-  spec.dp_rank = rank;
+  SamplerSpec spec = sampler_spec("random", rows, kT, dp, rank);
   spec.seed = kSeed;
   spec.vocab_size = 256;
   spec.mask_prompts = true;
@@ -42,9 +39,11 @@ bool masks_are_prefixes(const Batch& b) {
   return at::equal(counted, std::get<0>(counted.cummax(1)));
 }
 
-void expect_masked_check(int dp, int accum, std::vector<std::string> sets) {
-  TempDir dir;
-  sets.insert(sets.end(), {"data.mask_prompts=true", "data.micro_batch_size=1"});
+void expect_masked_check(int dp, int accum, std::vector<std::string> sets, const TempDir& dir = TempDir()) {
+  if (std::none_of(sets.begin(), sets.end(), [](const std::string& s) { return s.starts_with("data.source="); })) {
+    sets.emplace_back("data.mask_prompts=true");
+  }
+  sets.emplace_back("data.micro_batch_size=1");
   ProcessResult r = quickstart_check(dir, dp, "float64", accum, sets);
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
@@ -132,4 +131,74 @@ TEST_CASE("megatron tp 2 with sequence parallel and masked prompts equals the si
 TEST_CASE("dp 2 x pp 2 x tp 2 under zero 1 with masked prompts equals the single process", "[masks]") {
   expect_masked_check(2, 2, {"parallel.data=zero", "zero.stage=1", "parallel.pipeline=1f1b", "parallel.pp=2",
                              "parallel.tensor=megatron", "parallel.tp=2", "megatron.sequence_parallel=true"});
+}
+
+// A token file as tools/prepare_data.py writes it: documents of a prompt (not counted)
+// and a response (counted), prompts up to 169 tokens: longer than a row of 64.
+std::string write_sft_file(const TempDir& dir) {
+  PlaitTokens f;
+  f.vocab_size = 256;
+  const SyntheticLanguage language(256, 5);
+  for (int64_t d = 0; f.tokens.size() < 4000; ++d) {
+    const int64_t prompt = 20 + (d * 37) % 150, response = 10 + (d * 53) % 90;
+    std::vector<int64_t> doc(static_cast<std::size_t>(prompt + response));
+    language.sequence(d, prompt + response, doc.data());
+    f.starts.push_back(static_cast<int64_t>(f.tokens.size()));
+    for (int64_t i = 0; i < prompt + response; ++i) {
+      f.tokens.push_back(static_cast<uint16_t>(doc[static_cast<std::size_t>(i)]));
+      f.mask.push_back(i >= prompt ? 1 : 0);
+    }
+  }
+  return write_plait_tokens(dir / "sft.bin", f).string();
+}
+
+void expect_file_check(int dp, int accum, std::vector<std::string> sets, bool packing) {
+  TempDir dir;
+  sets.insert(sets.end(), {"data.source=tokens", "data.path=" + write_sft_file(dir), "data.order=sequential"});
+  if (packing) sets.emplace_back("data.packing=true");
+  expect_masked_check(dp, accum, sets, dir);
+}
+
+TEST_CASE("a token file's loss mask under zero 3 and interleaved 1f1b equals the single process", "[masks]") {
+  expect_file_check(2, 2, {"parallel.data=zero", "zero.stage=3"}, false);
+  expect_file_check(1, 4, {"parallel.data=single", "parallel.pipeline=interleaved-1f1b", "parallel.pp=2",
+                           "interleaved-1f1b.virtual_stages=2", "model.n_layer=4"}, false);
+}
+
+TEST_CASE("packed rows with a loss mask: ddp with accumulation and zero 1, 2, 3 equal the single process",
+          "[masks][packing]") {
+  expect_file_check(2, 2, {"parallel.data=ddp"}, true);
+  for (const char* stage : {"1", "2", "3"}) {
+    INFO("zero stage " << stage);
+    expect_file_check(2, 2, {"parallel.data=zero", concat("zero.stage=", stage)}, true);
+  }
+}
+
+TEST_CASE("packed rows with a loss mask: fsdp, with full checkpointing, equals the single process", "[masks][packing]") {
+  expect_file_check(2, 2, {"parallel.data=fsdp", "train.activation_checkpointing=full"}, true);
+}
+
+TEST_CASE("packed rows with a loss mask: 1f1b and interleaved 1f1b over 2 stages equal the single process",
+          "[masks][packing]") {
+  expect_file_check(1, 4, {"parallel.data=single", "parallel.pipeline=1f1b", "parallel.pp=2"}, true);
+  expect_file_check(1, 4, {"parallel.data=single", "parallel.pipeline=interleaved-1f1b", "parallel.pp=2",
+                           "interleaved-1f1b.virtual_stages=2", "model.n_layer=4"}, true);
+}
+
+TEST_CASE("packed rows with a loss mask: megatron tp 2 with sequence parallel equals the single process, gpt2 and "
+          "llama",
+          "[masks][packing]") {
+  const std::vector<std::string> tp{"parallel.data=single", "parallel.tensor=megatron", "parallel.tp=2",
+                                    "megatron.sequence_parallel=true"};
+  expect_file_check(1, 2, tp, true);
+  std::vector<std::string> llama = tp;
+  llama.insert(llama.end(), {"model.family=llama", "model.size=tiny", "train.activation_checkpointing=selective"});
+  expect_file_check(1, 2, llama, true);
+}
+
+TEST_CASE("packed rows with a loss mask: dp 2 x pp 2 x tp 2 under zero 1 equals the single process",
+          "[masks][packing]") {
+  expect_file_check(2, 2, {"parallel.data=zero", "zero.stage=1", "parallel.pipeline=1f1b", "parallel.pp=2",
+                           "parallel.tensor=megatron", "parallel.tp=2", "megatron.sequence_parallel=true"},
+                    true);
 }
