@@ -14,18 +14,20 @@
 namespace plait {
 namespace {
 
-// `allowed`: packed documents' [B, 1, T, T] mask (document_layout.hpp), or undefined for
-// causal attention over the whole row.
+// `documents`: packed rows' layout (document_layout.hpp), or null for causal attention
+// over the whole row.
 at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool math,
-                            const at::Tensor& allowed) {
+                            const DocumentLayout* documents) {
   if (!math) {
-    if (allowed.defined()) return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, /*is_causal=*/false);
+    if (documents != nullptr) {
+      return at::scaled_dot_product_attention(q, k, v, documents->additive(q.scalar_type()), 0.0, /*is_causal=*/false);
+    }
     return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
   }
   const int64_t T = q.size(-2);
   at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  const at::Tensor hidden = allowed.defined() ? allowed.logical_not()
-                                              : at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
+  const at::Tensor hidden = documents != nullptr ? documents->hidden()
+                                                 : at::ones({T, T}, q.options().dtype(at::kBool)).triu(1);
   scores = scores.masked_fill(hidden, -std::numeric_limits<double>::infinity());
   return at::matmul(at::softmax(scores, -1), v);
 }
@@ -56,12 +58,11 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     ctx->saved_data["math"] = math;
     // Backward may run on autograd's device thread, outside the forward's DocumentScope.
     const DocumentLayout* documents = current_document_layout();
-    const at::Tensor allowed = documents != nullptr ? documents->allowed : at::Tensor();
-    if (allowed.defined()) ctx->saved_data["allowed"] = allowed;
+    if (documents != nullptr) ctx->saved_data["allowed"] = documents->allowed;
     ctx->saved_data["autocast"] = autocast.enabled;
     ctx->saved_data["autocast_dtype"] = autocast.dtype;
     ctx->save_for_backward({q, k, v});
-    return causal_attention(q, k, v, math, allowed);
+    return causal_attention(q, k, v, math, documents);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -71,8 +72,9 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     at::Tensor y = under_autocast(autocast, in[0].device().type(), [&] {
       at::AutoGradMode grad_on(true);
       const auto allowed = ctx->saved_data.find("allowed");
-      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(),
-                              allowed == ctx->saved_data.end() ? at::Tensor() : allowed->second.toTensor());
+      const bool packed = allowed != ctx->saved_data.end();
+      const DocumentLayout documents(at::Tensor(), packed ? allowed->second.toTensor() : at::Tensor());
+      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(), packed ? &documents : nullptr);
     });
     variable_list g = torch::autograd::grad({y}, in, {grads[0]});
     return {g[0], g[1], g[2], at::Tensor()};
@@ -90,8 +92,7 @@ at::Tensor AttentionCore::forward(const at::Tensor& q, const at::Tensor& k, cons
   if (recompute_ && at::GradMode::is_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad())) {
     return RecomputeCore::apply(q, k, v, math_);
   }
-  const DocumentLayout* documents = current_document_layout();
-  return causal_attention(q, k, v, math_, documents != nullptr ? documents->allowed : at::Tensor());
+  return causal_attention(q, k, v, math_, current_document_layout());
 }
 
 }  // namespace plait

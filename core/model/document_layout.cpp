@@ -1,5 +1,7 @@
 #include "model/document_layout.hpp"
 
+#include <limits>
+
 #include <ATen/ATen.h>
 
 namespace plait {
@@ -15,6 +17,28 @@ DocumentLayout DocumentLayout::of(const at::Tensor& documents, const at::Tensor&
   const at::Tensor same = docs.unsqueeze(2).eq(docs.unsqueeze(1));  // [B, T, T]
   const at::Tensor causal = at::ones({T, T}, docs.options().dtype(at::kBool)).tril();
   return {positions.to(device), same.logical_and(causal).unsqueeze(1)};
+}
+
+at::Tensor DocumentLayout::additive(at::ScalarType dtype) const {
+  if (!additive_.defined() || additive_.scalar_type() != dtype) {
+    additive_ = at::zeros(allowed.sizes(), allowed.options().dtype(dtype))
+                    .masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  }
+  return additive_;
+}
+
+at::Tensor DocumentLayout::hidden() const {
+  if (!hidden_.defined()) hidden_ = allowed.logical_not();
+  return hidden_;
+}
+
+at::Tensor DocumentLayout::rows_of(const at::Tensor& table, at::ScalarType dtype) const {
+  for (const auto& [source, rows] : gathered_) {
+    if (source.is_same(table) && rows.scalar_type() == dtype) return rows;
+  }
+  const int64_t B = positions.size(0), T = positions.size(1), Q = table.size(1);
+  gathered_.emplace_back(table, table.index_select(0, positions.reshape({-1})).view({B, 1, T, Q}).to(dtype));
+  return gathered_.back().second;
 }
 
 DocumentScope::DocumentScope(std::optional<DocumentLayout> layout) : previous_(std::move(current_layout)) {

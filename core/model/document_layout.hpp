@@ -7,14 +7,33 @@
 // mask through scaled_dot_product_attention. Without a layout the model is causal over
 // the whole row, as before.
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
 namespace plait {
 
 struct DocumentLayout {
+  DocumentLayout(at::Tensor positions_, at::Tensor allowed_)
+      : positions(std::move(positions_)), allowed(std::move(allowed_)) {}
+
   at::Tensor positions;  // [B, T] int64: each position's place within its document
   at::Tensor allowed;    // [B, 1, T, T] bool: query t may attend key s
+
+  // `allowed` as the additive mask scaled_dot_product_attention adds to the scores (0 or
+  // -inf) in `dtype`, made once per dtype and shared by every layer: given the bool mask,
+  // SDPA makes this float copy itself in each layer and keeps it for backward (measured:
+  // 4 bytes x B x T^2 per layer).
+  at::Tensor additive(at::ScalarType dtype) const;
+  // `allowed` negated, for the math kernel's masked_fill: once, not once per layer.
+  at::Tensor hidden() const;
+  // Rows `positions` of a [block_size, Q] table (llama's cos and sin), [B, 1, T, Q] in
+  // `dtype`, gathered once per table and shared by every layer's q and k.
+  at::Tensor rows_of(const at::Tensor& table, at::ScalarType dtype) const;
+
+  mutable at::Tensor additive_, hidden_;
+  mutable std::vector<std::pair<at::Tensor, at::Tensor>> gathered_;  // (table, its rows)
 
   // From the batch's [B, T] document index and positions (Batch::documents, ::positions),
   // moved to `device`.

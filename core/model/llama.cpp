@@ -50,12 +50,11 @@ struct Rotary {
   // x: [B, heads, T, Q]; packed rows (document_layout.hpp) rotate by each position's
   // place within its document.
   at::Tensor apply(const at::Tensor& x) const {
-    const int64_t B = x.size(0), T = x.size(2), Q = x.size(3);
+    const int64_t T = x.size(2);
     at::Tensor c, s;
     if (const DocumentLayout* documents = current_document_layout()) {
-      const at::Tensor places = documents->positions.reshape({-1});
-      c = cos.index_select(0, places).view({B, 1, T, Q}).to(x.scalar_type());
-      s = sin.index_select(0, places).view({B, 1, T, Q}).to(x.scalar_type());
+      c = documents->rows_of(cos, x.scalar_type());
+      s = documents->rows_of(sin, x.scalar_type());
     } else {
       c = cos.narrow(0, 0, T).to(x.scalar_type());
       s = sin.narrow(0, 0, T).to(x.scalar_type());

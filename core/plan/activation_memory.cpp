@@ -45,7 +45,8 @@ int64_t norm_bytes(const Dims& d) {
 // mask it builds.
 int64_t attention_core_bytes(const RankShape& q, const Dims& d) {
   if (q.model.attention == "sdpa") return d.b * d.heads_here * d.s * d.stat;
-  return d.heads_here * d.s * d.s * d.b * d.e + d.s * d.s * kMaskBytes;
+  // Packed rows' mask is the layout's, made once for every block (per_stage_bytes).
+  return d.heads_here * d.s * d.s * d.b * d.e + (q.packed ? 0 : d.s * d.s * kMaskBytes);
 }
 
 // The block's tensors split over tp, in elements. Both keep the attention's output (the
@@ -101,6 +102,19 @@ int64_t head_bytes(const RankShape& q, const Dims& d) {
   return bytes + vocab_here * d.h * q.weight_copy_bytes_per_element;
 }
 
+// Packed rows (document_layout.hpp): the [b, 1, s, s] mask, shared by the blocks. Without
+// checkpointing the fused kernel keeps its additive form in the activations' dtype and
+// the math path its negation (bool); a checkpointed forward keeps the bool mask for its
+// recomputation. Llama's q and k rotate by rows of cos and sin gathered per position,
+// [b, 1, s, Q] each, kept unless the whole block is recomputed.
+int64_t per_stage_bytes(const RankShape& q, const Dims& d) {
+  if (!q.packed) return 0;
+  const int64_t mask = d.b * d.s * d.s;
+  int64_t bytes = q.checkpointing == "none" && q.model.attention == "sdpa" ? mask * d.e : mask * kMaskBytes;
+  if (d.llama && q.checkpointing != "full") bytes += 2 * d.b * d.s * q.model.head_dim() * d.e;
+  return bytes;
+}
+
 }  // namespace
 
 ActivationBytes predict_activation_bytes(const RankShape& q) {
@@ -114,7 +128,7 @@ ActivationBytes predict_activation_bytes(const RankShape& q) {
                      " key/value heads and ", q.seq_len, " positions"),
               "");
   const Dims d = dims_of(q);
-  return {block_bytes(q, d), embedding_bytes(q, d), head_bytes(q, d)};
+  return {block_bytes(q, d), embedding_bytes(q, d), head_bytes(q, d), per_stage_bytes(q, d)};
 }
 
 }  // namespace plait

@@ -16,7 +16,10 @@ struct ActivationBytes {
   int64_t per_block = 0;
   int64_t embedding = 0;  // the embeddings' output, its dropout mask, tp's masked ids
   int64_t head = 0;       // the final norm, the logits and what the loss keeps
-  int64_t total(int64_t blocks) const { return embedding + blocks * per_block + head; }
+  // Packed rows: what every stage's forward keeps once for all its blocks (the document
+  // mask, llama's rotary rows gathered by position).
+  int64_t per_stage = 0;
+  int64_t total(int64_t blocks) const { return embedding + blocks * per_block + head + per_stage; }
 };
 
 // Refuses a family it does not model yet and a checkpointing mode it does not know.

@@ -38,6 +38,7 @@ RankShape rank_shape(const PlanInputs& in) {
   q.sequence_parallel = in.sequence_shards > 1;
   q.vocab_parallel = vocab_parallel(*in.whole);
   q.checkpointing = config.train().activation_checkpointing;
+  q.packed = config.table("data").find<bool>("packing").value_or(false);
   const std::string& dtype = config.train().dtype;
   q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;

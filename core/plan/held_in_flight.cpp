@@ -31,7 +31,7 @@ int64_t peak_held_bytes(const std::vector<Action>& rank_actions, const std::vect
 std::vector<int64_t> stage_activation_bytes(const PipelinePlan& pipeline, const ActivationBytes& per) {
   std::vector<int64_t> bytes;
   for (const auto& units : pipeline.partition.units_of) {
-    int64_t sum = 0;
+    int64_t sum = units.empty() ? 0 : per.per_stage;
     for (std::size_t u : units) {
       const UnitKind kind = pipeline.shapes.units[u].kind;
       sum += kind == UnitKind::embedding ? per.embedding : kind == UnitKind::head ? per.head : per.per_block;

@@ -21,6 +21,7 @@ struct RankShape {
   // Autocast's bf16 casts of the products' weights, which each forward keeps for its
   // backward (2 under train.dtype = bfloat16, 0 where the weights are used as they are).
   int64_t weight_copy_bytes_per_element = 0;
+  bool packed = false;  // [data] packing: rows of several documents (model/document_layout.hpp)
 
   int64_t tokens() const { return seq_len * micro_batch; }
 };

@@ -50,7 +50,7 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     // The same documents as the forward: packed rows attend and place positions alike.
     std::optional<DocumentLayout> layout;
     if (ctx->saved_data.count("document_positions") != 0) {
-      layout = DocumentLayout{ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor()};
+      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor());
     }
     DocumentScope documents(std::move(layout));
     at::Tensor y = under_autocast(autocast, x.device().type(), [&] {

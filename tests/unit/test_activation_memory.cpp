@@ -13,6 +13,7 @@
 #include "plan/held_in_flight.hpp"
 #include "run/prepare.hpp"
 #include "support/test_support.hpp"
+#include "support/token_files.hpp"
 
 using namespace plait;
 using namespace plait::test;
@@ -29,7 +30,21 @@ struct Case {
   int64_t tp;
   bool sequence_parallel;
   int64_t kv_heads = 0;  // llama: 0 keeps the tiny size's 2 (grouped query); 4: one per head
+  bool packed = false;   // [data] packing over a token file of documents
 };
+
+// Documents of 20 to 199 tokens (vocabulary 256) to pack into rows of 64.
+std::string documents_file(const TempDir& dir) {
+  PlaitTokens f;
+  for (int d = 0; f.tokens.size() < 6000; ++d) {
+    f.starts.push_back(static_cast<int64_t>(f.tokens.size()));
+    for (int i = 0; i < 20 + (d * 37) % 180; ++i) {
+      f.tokens.push_back(static_cast<uint16_t>((d * 31 + i * 7) % 256));
+      f.mask.push_back(1);
+    }
+  }
+  return write_plait_tokens(dir / "docs.bin", f).string();
+}
 
 ModelSpec quickstart_model(const Case& c) {
   ModelSpec m;
@@ -49,6 +64,7 @@ int64_t measured(const Case& c) {
                                    concat("model.dropout=", c.dropout), "train.dtype=" + c.dtype,
                                    "train.activation_checkpointing=" + c.checkpointing, "checkpoint.final=false"};
   if (c.kv_heads > 0) sets.push_back(concat("model.n_kv_head=", c.kv_heads));
+  if (c.packed) sets.insert(sets.end(), {"data.source=tokens", "data.path=" + documents_file(dir), "data.packing=true"});
   if (c.tp > 1) {
     sets.insert(sets.end(), {"parallel.tensor=megatron", concat("parallel.tp=", c.tp),
                              concat("megatron.sequence_parallel=", c.sequence_parallel ? "true" : "false")});
@@ -68,6 +84,7 @@ int64_t predicted(const Case& c) {
   q.tp = c.tp;
   q.sequence_parallel = c.sequence_parallel;
   q.checkpointing = c.checkpointing;
+  q.packed = c.packed;
   return predict_activation_bytes(q).total(q.model.n_layer);
 }
 
@@ -84,11 +101,17 @@ TEST_CASE("predicted activation bytes equal a run's within 0.5%, for each kernel
       {"llama", "sdpa", 0.0, "float32", "full", 1, false},      {"llama", "math", 0.0, "float32", "selective", 1, false},
       {"llama", "sdpa", 0.0, "float32", "none", 1, false, 4},   {"llama", "sdpa", 0.1, "float32", "none", 2, true},
       {"llama", "math", 0.0, "float32", "none", 2, false, 4},
+      // Packed rows: the document mask and llama's gathered rotary rows, once per forward.
+      {"gpt2", "sdpa", 0.0, "float32", "none", 1, false, 0, true},  {"gpt2", "math", 0.0, "float32", "none", 1, false, 0, true},
+      {"gpt2", "sdpa", 0.0, "float64", "full", 1, false, 0, true},  {"gpt2", "math", 0.0, "float32", "selective", 1, false, 0, true},
+      {"llama", "sdpa", 0.0, "float32", "none", 1, false, 0, true}, {"llama", "sdpa", 0.0, "float32", "selective", 1, false, 0, true},
+      {"llama", "math", 0.0, "float32", "full", 1, false, 0, true}, {"gpt2", "sdpa", 0.0, "float32", "none", 2, true, 0, true},
+      {"llama", "sdpa", 0.0, "float32", "none", 2, true, 0, true},
   };
   for (const Case& c : cases) {
     const int64_t want = measured(c), got = predicted(c);
     INFO(c.family << " " << c.attention << " kv heads " << c.kv_heads << " dropout " << c.dropout << " " << c.dtype << " checkpointing " << c.checkpointing << " tp "
-                     << c.tp << (c.sequence_parallel ? " with sp" : "") << ": predicted " << got << ", measured " << want);
+                     << c.tp << (c.sequence_parallel ? " with sp" : "") << (c.packed ? ", packed" : "") << ": predicted " << got << ", measured " << want);
     CHECK(std::abs(static_cast<double>(got - want)) <= 0.005 * static_cast<double>(want));
   }
 }
