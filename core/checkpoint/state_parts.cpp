@@ -28,7 +28,7 @@ TensorPart part_of(const Region& r) {
 
 Layouts layouts_of(const StageModel& model, int64_t tp, int64_t tp_rank) {
   Layouts out;
-  for (const auto& p : model.parameters()) {
+  for (const auto& p : model.all_parameters()) {
     if (!p.tensor.is_meta()) out[p.name] = {p.tensor.sizes().vec(), p.split, tp, tp_rank};
   }
   return out;

@@ -141,7 +141,9 @@ class StepPlay {
     call_plugin(s_.dp_name, "before_microbatch", [&] { s_.dp->before_microbatch(mb); });
     at::Tensor y = outputs_.at(key);
     outputs_.erase(key);
-    if (grad.defined()) {
+    if (!y.requires_grad()) {
+      // The first stage with every parameter frozen ([train] freeze): nothing to compute.
+    } else if (grad.defined()) {
       y.backward(grad);
     } else {
       y.backward();

@@ -29,7 +29,7 @@ TiedParameters::TiedParameters(const StageModel& whole, const StagePartition& pa
   for (std::size_t u = 0; u < whole.units.size(); ++u) {
     StageModel one;
     one.units.push_back(whole.units[u]);
-    for (const auto& p : one.parameters()) owner[p.name] = {stage_of_unit[u], p.tensor};
+    for (const auto& p : one.all_parameters()) owner[p.name] = {stage_of_unit[u], p.tensor};
   }
   int id = 0;
   std::map<std::pair<int64_t, int64_t>, Communicator*> pair_groups;  // made in the ties' order, the same on every rank
@@ -41,6 +41,12 @@ TiedParameters::TiedParameters(const StageModel& whole, const StagePartition& pa
       const int64_t owner_stage = it->second.first, borrower_stage = stage_of_unit[u];
       const int64_t owner_rank = rank_of_stage(owner_stage, pp), borrower_rank = rank_of_stage(borrower_stage, pp);
       if (owner_rank == borrower_rank) continue;  // one rank holds both: the data plugin sees one parameter
+      // A frozen one has no gradient to send: each rank's copy starts alike and stays.
+      // (Frozen on every rank alike, so the ties' ids agree.)
+      if (!it->second.second.requires_grad()) {
+        if (pp_rank == borrower_rank) frozen_borrowed_.push_back(name);
+        continue;
+      }
       const int this_id = id++;
       if (pp_rank != owner_rank && pp_rank != borrower_rank) continue;
       auto tie = std::make_shared<Tie>();
@@ -67,7 +73,7 @@ void TiedParameters::unlink_borrowed(StageModel& rank_model) const {
   for (auto& slot : rank_model.units) {
     std::vector<std::string> kept;
     for (const auto& name : slot.borrowed) {
-      bool tied = false;
+      bool tied = std::find(frozen_borrowed_.begin(), frozen_borrowed_.end(), name) != frozen_borrowed_.end();
       for (const auto& t : ties_) tied = tied || (!t->owner_here && t->name == name);
       if (!tied) kept.push_back(name);
     }

@@ -56,6 +56,9 @@ class TiedParameters {
     int peer = 0;                   // the other end's rank in it
   };
   std::vector<std::shared_ptr<Tie>> ties_;
+  // Frozen parameters this rank borrows from another's unit: its own copy (made alike from
+  // the seed or init_from) never changes, so no tie keeps it, and no plugin gathers it.
+  std::vector<std::string> frozen_borrowed_;
   std::vector<std::pair<std::shared_ptr<Work>, at::Tensor>> sends_;
 };
 

@@ -24,7 +24,8 @@ RankParameters rank_parameters(const StageModel& whole, const StagePartition& pa
   for (const UnitSlot& slot : stages.model.units) {
     CostUnit unit{slot.prefix, {}, {}};
     for (const auto& p : slot.unit->named_parameters(/*recurse=*/true)) {
-      unit.params.push_back(index_of.at(p.value().unsafeGetTensorImpl()));
+      // Frozen parameters ([train] freeze) are not in the data plugin's list.
+      if (auto it = index_of.find(p.value().unsafeGetTensorImpl()); it != index_of.end()) unit.params.push_back(it->second);
     }
     for (const std::string& name : slot.borrowed) {
       if (names.count(name) != 0) unit.borrowed.push_back(name);

@@ -44,6 +44,8 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
       {p.tensor != "none", capability::tensor, concat("tensor plugin '", p.tensor, "'"), parallel.where("tensor")},
       {p.offload != "none", capability::offload, concat("offload plugin '", p.offload, "'"), parallel.where("offload")},
       {!saves.empty(), capability::checkpoint, saves, saves_place},
+      {!train.get<std::vector<std::string>>("freeze").empty(), capability::frozen, "train.freeze (frozen parameters)",
+       train.where("freeze")},
   };
   for (const auto& need : needs) {
     if (need.when && !dp.has_capability(need.capability)) {

@@ -3,6 +3,7 @@
 #include "data/data_check.hpp"
 #include "data/make_sampler.hpp"
 #include "model/model_zoo.hpp"
+#include "train/frozen_parameters.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "pipeline/stage_partition.hpp"
 #include "plait/sdk/error.hpp"
@@ -59,6 +60,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_mesh_roles(config, run.mesh);
   check_settings_take_effect(config, run.mesh);
   run.pipeline = plan_pipeline(config, *run.registry, run.mesh, build_meta_model(run.model));
+  frozen_names(run.pipeline.shapes, config.table("train"));  // its patterns refused here, before launch
   check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "checkpoint/checkpoint_files.hpp"
+#include "train/frozen_parameters.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "debug/fault_injector.hpp"
@@ -102,9 +103,14 @@ void CheckpointSaver::save(const TrainingProgress& progress, const std::string& 
   if (world.rank() == 0) checkpoint::begin_staging(root_, progress.step);
   barrier(world, "checkpoint-begin");
   if (!every_rank_sees(job.staging)) return;
-  job.parts = checkpoint::owned_parts(
-      call_plugin(rank_.dp.context->plugin_name, "state_parts", [&] { return rank_.dp.plugin->state_parts(); }),
-      rank_.layouts, rank_.dp.context->plugin_name);
+  std::vector<StatePart> parts =
+      call_plugin(rank_.dp.context->plugin_name, "state_parts", [&] { return rank_.dp.plugin->state_parts(); });
+  const Mesh& mesh = world.mesh();
+  for (StatePart& p : frozen_state_parts(rank_.stages.model, static_cast<int>(mesh.shape().dp),
+                                         static_cast<int>(mesh.coords().dp))) {
+    parts.push_back(std::move(p));
+  }
+  job.parts = checkpoint::owned_parts(parts, rank_.layouts, rank_.dp.context->plugin_name);
   job.prepare_s = seconds_since(start);
   if (!async_) return write(job);
   pending_step_ = job.progress.step;

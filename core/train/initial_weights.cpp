@@ -43,7 +43,7 @@ class HfStateSource final : public StateSource {
 
 void load_all(StateSource& source, const StageModel& model) {
   at::NoGradGuard no_grad;
-  for (const auto& p : model.parameters()) {
+  for (const auto& p : model.all_parameters()) {  // frozen ones too: a fine-tuning's base
     if (!p.tensor.is_meta()) source.read_into(p.tensor.detach(), p.name, state_kind::param, 0);
   }
 }

@@ -8,6 +8,7 @@
 #include "model/model_zoo.hpp"
 #include "pipeline/pipeline_plan.hpp"
 #include "train/activation_checkpoint.hpp"
+#include "train/frozen_parameters.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "train/initial_weights.hpp"
 
@@ -55,7 +56,8 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   const std::vector<bool> materialised = units_to_materialise(pipeline.shapes, pipeline.partition, pp, pp_rank);
   const StageModel whole =
       build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
-  for (const auto& p : whole.parameters()) rank.splits[p.name] = p.split;
+  freeze_parameters(whole, plan.config->table("train"));
+  for (const auto& p : whole.all_parameters()) rank.splits[p.name] = p.split;
   if (auto from = plan.config->table("model").find<std::string>("init_from"); from && !plan.on_meta) {
     load_initial_weights(*from, plan.model, whole, plan.world->mesh());
   }

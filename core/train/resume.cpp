@@ -5,6 +5,7 @@
 #include "debug/plugin_call.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "log/logging.hpp"
+#include "train/frozen_parameters.hpp"
 #include "util/human_bytes.hpp"
 
 namespace plait {
@@ -15,6 +16,7 @@ Resumed load_checkpoint(const RunPlan& plan, Rank& rank, const fs::path& folder)
   checkpoint::CheckpointReader reader(folder);
   checkpoint::CheckpointStateSource source(reader, rank.layouts);
   call_plugin(rank.dp.context->plugin_name, "load_state", [&] { rank.dp.plugin->load_state(source); });
+  load_frozen_parameters(source, rank.stages.model);
   rank.tied->after_step(*rank.dp.plugin);
   const nlohmann::json& trainer = reader.index().state.at("trainer");
   Resumed out;

@@ -14,6 +14,7 @@
 #include "memory/rank_memory.hpp"
 #include "metrics/progress.hpp"
 #include "run/run_status.hpp"
+#include "train/frozen_parameters.hpp"
 
 namespace plait {
 
@@ -94,6 +95,7 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   // its own at the top level, every rank's summarised (and listed, where kept).
   RankFigures mine = {
       {"param_bytes", state.params},           {"grad_bytes", state.grads},
+      {"frozen_param_bytes", frozen_bytes(rank_.stages.model)},
       {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
       {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
       {"mem_bytes", mem.current_bytes},        {"host_mem_bytes", mem.host_current_bytes},

@@ -22,6 +22,9 @@ using Titled = std::vector<std::pair<std::string, Sets>>;
 const Sets kLlama32 = {"model.family=llama", "train.dtype=float32", "model.dropout=0.1"};
 
 // bfloat16 has no default tolerance in plait check: verify's own (tolerance.hpp).
+// Half the quickstart's parameters: what `frozen` promises to leave alone.
+const char* const kFreezeSome = R"(train.freeze=["transformer.w?e.weight", "transformer.h.0.*"])";
+
 std::string bf16_title(const std::string& ranks) {
   return concat(ranks, ", llama, bfloat16 with fp32 master weights (tolerance ", kBfloat16VerifyTolerance, ")");
 }
@@ -43,6 +46,9 @@ Titled data_cases(const PluginRecord& p, bool quick) {
   }
   if (p.has_capability(capability::offload)) out.push_back({ranks + " with cpu offload, gpt2, float64", dp2 + Sets{"parallel.offload=cpu"}});
   if (p.has_capability(capability::bf16)) out.push_back({bf16_title(ranks), dp2 + Sets{"model.family=llama", "train.dtype=bfloat16"}});
+  if (p.has_capability(capability::frozen)) {
+    out.push_back({ranks + " with the embeddings and block 0 frozen, gpt2, float64", dp2 + Sets{kFreezeSome}});
+  }
   return out;
 }
 
@@ -120,6 +126,7 @@ std::vector<Case> refusal_cases(const PluginRecord& p, const Sets& me) {
       {capability::tensor, {"parallel.tensor=megatron", "parallel.tp=2"}},
       {capability::offload, {"parallel.offload=cpu"}},
       {capability::checkpoint, {"checkpoint.every=2"}},
+      {capability::frozen, {kFreezeSome}},
   };
   // The base config's accumulation and float64 stay unless they are refused themselves.
   Sets base = me;

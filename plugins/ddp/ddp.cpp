@@ -65,8 +65,8 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
                                          .plugin = "ddp",
                                          .release_grads = false});  // .grad are views of the buckets
     const auto& params = optimizer_.params();
-    PLAIT_CHECK(!params.empty(), "ddp: the model has no parameters", "");
-    make_buckets(params);
+    // None on a pipeline rank whose every parameter is frozen ([train] freeze): no buckets.
+    if (!params.empty()) make_buckets(params);
     if (comm_ != nullptr && options().get<bool>("broadcast_init")) broadcast_parameters(params);
     for (std::size_t i = 0; i < params.size(); ++i) {
       hooks_.add(params[i].tensor, [this, i] { on_grad_ready(i); });
@@ -197,5 +197,5 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
 
 }  // namespace
 
-PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,pipeline,tensor,checkpoint", plait_schema_toml,
+PLAIT_PLUGIN(Ddp, "ddp", "1.0.0", "grad_accum,bf16,float64,multi_rank,pipeline,tensor,checkpoint,frozen", plait_schema_toml,
              "replicated data parallel: bucketed gradient all-reduce overlapped with backward")

@@ -24,5 +24,5 @@ class Fsdp final : public plait::sharding::ShardedEngine {
 
 }  // namespace
 
-PLAIT_PLUGIN(Fsdp, "fsdp", "1.0.0", "grad_accum,bf16,float64,multi_rank,offload,pipeline,tensor,checkpoint", plait_schema_toml,
+PLAIT_PLUGIN(Fsdp, "fsdp", "1.0.0", "grad_accum,bf16,float64,multi_rank,offload,pipeline,tensor,checkpoint,frozen", plait_schema_toml,
              "fully sharded data parallel: per-unit flat parameters, reshard after forward, prefetch, hybrid (HSDP)")

@@ -51,5 +51,5 @@ class SingleProcess final : public plait::DataParallel, public plait::DataCostMo
 
 }  // namespace
 
-PLAIT_PLUGIN(SingleProcess, "single", "1.0.0", "grad_accum,bf16,float64,pipeline,tensor,checkpoint", plait_schema_toml,
+PLAIT_PLUGIN(SingleProcess, "single", "1.0.0", "grad_accum,bf16,float64,pipeline,tensor,checkpoint,frozen", plait_schema_toml,
              "single process: whole model, gradients and AdamW state on one rank (the reference)")

@@ -23,5 +23,5 @@ class Zero final : public plait::sharding::ShardedEngine {
 
 }  // namespace
 
-PLAIT_PLUGIN(Zero, "zero", "1.0.0", "grad_accum,bf16,float64,multi_rank,offload,pipeline,tensor,checkpoint", plait_schema_toml,
+PLAIT_PLUGIN(Zero, "zero", "1.0.0", "grad_accum,bf16,float64,multi_rank,offload,pipeline,tensor,checkpoint,frozen", plait_schema_toml,
              "ZeRO data parallel: optimizer state (1), gradients (2) and parameters (3) sharded across ranks")

@@ -97,3 +97,19 @@ TEST_CASE("the planner asks a data plugin of 12.3 for its cost model, and one of
   REQUIRE(ddp.cost.has_value());
   CHECK(ddp.cost->state.params == old.rank.elements() * 4);
 }
+
+TEST_CASE("a data plugin of 12.0 is refused before launch under train.freeze (12.6), naming the capability it lacks",
+          "[sdk][frozen]") {
+  // Its StageModel::parameters() (inline, as 12.0 compiled it) would hand it the frozen
+  // parameters too, and it would step them: the core asks for the capability instead.
+  TempDir dir;
+  const ProcessResult r = run_plait(
+      with_sets({"run", source_path("configs/quickstart.toml"), "--steps", "1", "--out", (dir / "run").string()},
+                {"parallel.data=frozen-replicated", R"(train.freeze=["transformer.wte.weight"])"}),
+      kFrozenPath);
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("data plugin 'frozen-replicated' cannot be combined with train.freeze (frozen "
+                                "parameters): it lacks the capability 'frozen'"));
+  CHECK(!std::filesystem::exists(dir / "run/metrics.jsonl"));
+}

@@ -121,7 +121,7 @@ void GradReduction::after_backward(const MicrobatchInfo& mb) {
     accumulated_ = true;
   }
   if (mb.is_last()) {
-    sum_over_tp(partial_grad_shards_, ctx_.tp, ctx_.groups.front().full.device(), ctx_.options.plugin);
+    sum_over_tp(partial_grad_shards_, ctx_.tp, ctx_.state_options.device(), ctx_.options.plugin);
   }
   for (auto& g : ctx_.groups) release(g);
 }

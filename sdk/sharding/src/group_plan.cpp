@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <numeric>
 
 #include "plait/sdk/error.hpp"
@@ -160,10 +161,21 @@ std::vector<ParamShape> param_shapes(const std::vector<ParamRef>& params) {
 std::vector<UnitShape> unit_shapes(const StageModel& model, const std::vector<ParamRef>& params) {
   std::map<const void*, std::size_t> index_of;
   for (std::size_t i = 0; i < params.size(); ++i) index_of[params[i].tensor.unsafeGetTensorImpl()] = i;
+  // Frozen parameters ([train] freeze) are not among `params`: the unit that owns one
+  // keeps it whole, so a unit that borrows it has nothing to gather.
+  std::set<std::string> frozen;
+  for (const ParamRef& p : model.all_parameters()) {
+    if (!p.tensor.requires_grad()) frozen.insert(p.name);
+  }
   std::vector<UnitShape> out;
   for (const auto& slot : model.units) {
-    UnitShape u{slot.prefix, {}, slot.borrowed};
-    for (const auto& p : slot.unit->named_parameters(/*recurse=*/true)) u.params.push_back(index_of.at(p.value().unsafeGetTensorImpl()));
+    UnitShape u{slot.prefix, {}, {}};
+    for (const std::string& name : slot.borrowed) {
+      if (frozen.count(name) == 0) u.borrowed.push_back(name);
+    }
+    for (const auto& p : slot.unit->named_parameters(/*recurse=*/true)) {
+      if (auto it = index_of.find(p.value().unsafeGetTensorImpl()); it != index_of.end()) u.params.push_back(it->second);
+    }
     out.push_back(std::move(u));
   }
   return out;

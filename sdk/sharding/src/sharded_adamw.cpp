@@ -48,7 +48,7 @@ GradNorm sharded_grad_norm(const ShardingContext& ctx) {
   for (const auto& g : ctx.groups) {
     for (const auto& s : g.segments) local.add(s.split, g.grad_shard.narrow(0, s.offset, s.length));
   }
-  return global_grad_norm(local, ctx.shard_comm, ctx.tp, ctx.pp, ctx.groups.front().full.options(), ctx.options.plugin);
+  return global_grad_norm(local, ctx.shard_comm, ctx.tp, ctx.pp, ctx.state_options, ctx.options.plugin);
 }
 
 void sharded_update(ShardingContext& ctx, const UpdateArgs& args) {

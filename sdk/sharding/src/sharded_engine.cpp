@@ -26,8 +26,11 @@ static void fill_context(ShardingContext& ctx, const DataParallelSetup& setup) {
   ctx.tp = setup.tp_group;
   ctx.pp = setup.pp_group;
   ctx.params = setup.model->parameters();
-  PLAIT_CHECK(!ctx.params.empty(), concat(ctx.options.plugin, ": the model has no parameters"), "");
-  const at::ScalarType dtype = ctx.params.front().tensor.scalar_type();
+  // A pipeline rank whose every parameter is frozen ([train] freeze) trains none: no
+  // groups, and the rank still takes its part in the step's norms.
+  const std::vector<ParamRef> all = setup.model->all_parameters();
+  PLAIT_CHECK(!all.empty(), concat(ctx.options.plugin, ": the model has no parameters"), "");
+  const at::ScalarType dtype = (ctx.params.empty() ? all : ctx.params).front().tensor.scalar_type();
   for (const auto& p : ctx.params) {
     PLAIT_CHECK(p.tensor.scalar_type() == dtype,
                 concat(ctx.options.plugin, ": parameter ", p.name, " is ", p.tensor.scalar_type(), " but others are ", dtype),
@@ -35,6 +38,7 @@ static void fill_context(ShardingContext& ctx, const DataParallelSetup& setup) {
   }
   ctx.shapes = param_shapes(ctx.params);
   ctx.master_dtype = dtype;
+  ctx.state_options = all.front().tensor.options().dtype(dtype).requires_grad(false);
   ctx.working_dtype = setup.bf16 ? at::kBFloat16 : dtype;
   if (ctx.offload != nullptr) {
     ctx.offload_optimizer = ctx.offload->offloads(StateRole::optimizer);

@@ -21,5 +21,10 @@ inline constexpr const char* checkpoint = "checkpoint";
 // compressed gradients): `plait check` refuses it, and `plait verify` measures its loss
 // gap and its traffic against ddp's instead of demanding equality.
 inline constexpr const char* approximate = "approximate";
+// (API 12.6) trains only the parameters StageModel::parameters() lists and leaves the
+// frozen ones ([train] freeze) alone: no gradient, reduction, shard or optimizer state for
+// them. The core keeps them, whole on every rank, and refuses to freeze any parameter
+// under a data plugin without this word.
+inline constexpr const char* frozen = "frozen";
 
 }  // namespace plait::capability

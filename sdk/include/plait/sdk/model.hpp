@@ -79,9 +79,19 @@ struct StageModel {
     return h;
   }
 
-  // Every trainable parameter once, in unit order. Decay is decided by shape here
-  // (2-D and up decays), so read this before a strategy reshapes parameters.
+  // Every trainable parameter once, in unit order: the ones a data plugin reduces,
+  // shards and steps. Decay is decided by shape here (2-D and up decays), so read this
+  // before a strategy reshapes parameters. (API 12.6) Frozen parameters (requires_grad
+  // false: [train] freeze) are left out; the core refuses to freeze any under a data
+  // plugin without the capability `frozen`, so one built before 12.6 never meets them.
   std::vector<ParamRef> parameters() const {
+    std::vector<ParamRef> out = all_parameters();
+    std::erase_if(out, [](const ParamRef& p) { return !p.tensor.requires_grad(); });
+    return out;
+  }
+
+  // (API 12.6) Every parameter once, frozen ones too, in unit order.
+  std::vector<ParamRef> all_parameters() const {
     std::vector<ParamRef> out;
     for (const auto& slot : units) {
       // Module by module (the order of named_parameters), so each parameter's own layer

@@ -27,6 +27,7 @@ struct ShardingContext {
   int shard_rank = 0, shard_count = 1;
 
   at::ScalarType working_dtype = at::kFloat, master_dtype = at::kFloat;
+  at::TensorOptions state_options;  // the master dtype on the parameters' device (there may be no group)
   Offload* offload = nullptr;
   bool offload_params = false, offload_grads = false, offload_optimizer = false;
 
