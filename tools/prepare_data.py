@@ -88,9 +88,6 @@ class Tokenizer:
                 if self.eos_id is None:
                     raise InputError(f"{config}: eos_token {self.eos_token!r} is not in {file}'s vocabulary")
 
-    def encode(self, text):
-        return self.encode_batch([text])[0]
-
 
 def token_text(t):
     """tokenizer_config.json gives special tokens as text or as {"content": text}."""

@@ -116,7 +116,10 @@ int64_t BatchSampler::counted_in_batch(int64_t k) const {
     // random ones are windows of their own.
     if (spec_.order == "sequential") return counted_around(first * T + 1, rows * T);
     int64_t counted = 0;
-    for (int64_t s = first; s < first + rows; ++s) counted += file_->counted(window_start(s) + 1, window_start(s) + 1 + T);
+    for (int64_t s = first; s < first + rows; ++s) {
+      const int64_t start = window_start(s) + 1;
+      counted += file_->counted(start, start + T);
+    }
     return counted;
   }
   int64_t counted = rows * T;
