@@ -106,10 +106,14 @@ struct CheckpointDiffArgs {
 };
 int checkpoint_diff(const CheckpointDiffArgs& args);
 
-// plait export PATH --hf DIR [--dtype bfloat16] [--shard-mb N]: a checkpoint's weights as a
-// Hugging Face folder (config.json for GPT2LMHeadModel / LlamaForCausalLM, safetensors).
+// plait export PATH --hf DIR [--merge] [--dtype bfloat16] [--shard-mb N]: a checkpoint's
+// weights as a Hugging Face folder (config.json for GPT2LMHeadModel / LlamaForCausalLM,
+// safetensors), adapters folded in with --merge; plait export PATH --peft DIR: its
+// adapters as a Hugging Face PEFT folder.
 struct ExportArgs {
-  std::string path, hf;
+  std::string path, hf, peft;
+  bool peft_folder = false;  // --peft given: the adapters; else --hf
+  bool merge = false;
   std::string dtype = "float32";
   double shard_mb = 5000.0;
 };

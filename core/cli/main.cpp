@@ -102,6 +102,7 @@ struct Commands {
   std::optional<std::string> sweep_steps, sweep_repeats;
   CLI::App* sweep_cmd = nullptr;
   std::optional<std::string> export_shard_mb;
+  CLI::Option* export_peft = nullptr;
   CLI::App* export_cmd = nullptr;
   PlanArgs plan_args;
   std::optional<std::string> plan_gpus, plan_seq_len, plan_global_batch, plan_top, plan_tokens, plan_scale;
@@ -236,9 +237,16 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.debug_cmd->add_option("run", c.debug_args.run, "The run folder (a running job's ranks are asked for fresh records)")
       ->required();
   c.debug_cmd->add_option("--wait", c.debug_wait, "Seconds a running job's ranks have to answer (default 10)");
-  c.export_cmd = app.add_subcommand("export", "Write a checkpoint's weights as a Hugging Face model folder");
+  c.export_cmd = app.add_subcommand("export", "Write a checkpoint's weights as a Hugging Face model folder, or its adapters as a PEFT folder");
   c.export_cmd->add_option("path", c.export_args.path, "Checkpoint, folder of checkpoints, or run folder")->required();
-  c.export_cmd->add_option("--hf", c.export_args.hf, "The folder to write (must not exist or be empty)")->required();
+  // One folder per export: a transformers model (--hf) or PEFT adapters (--peft).
+  CLI::App* target = c.export_cmd->add_option_group("target", "The folder to write (one of)");
+  target->add_option("--hf", c.export_args.hf, "The transformers model folder to write (must not exist or be empty)");
+  c.export_peft = target->add_option("--peft", c.export_args.peft,
+                                     "The checkpoint's adapters as a Hugging Face PEFT folder (adapter_model.safetensors, "
+                                     "adapter_config.json)");
+  target->require_option(1);
+  c.export_cmd->add_flag("--merge", c.export_args.merge, "With --hf: fold the checkpoint's adapters into the weights");
   c.export_cmd->add_option("--dtype", c.export_args.dtype, "float32 (default), bfloat16 or float16")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   c.export_cmd->add_option("--shard-mb", c.export_shard_mb,
@@ -309,6 +317,7 @@ int dispatch(CLI::App& app, Commands& c) {
     return debug_run(c.debug_args);
   }
   if (*c.export_cmd) {
+    c.export_args.peft_folder = c.export_peft->count() > 0;
     if (auto mb = positive_number_flag("--shard-mb", c.export_shard_mb)) {
       // Bytes are counted in int64: past a petabyte a shard size would overflow (and one file holds any model).
       PLAIT_CHECK(*mb <= 1e9, plait::concat("--shard-mb ", *c.export_shard_mb, ": at most 1000000000 (a petabyte)"),

@@ -148,7 +148,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   // Which plugins play which role.
   const Options& parallel = out.table("parallel");
   const bool one_process = !launched && out.parallel_.dp == 1 && out.parallel_.pp == 1 && out.parallel_.tp == 1;
-  for (const std::string role : {"data", "pipeline", "tensor", "offload", "comm"}) {
+  for (const std::string role : {"data", "pipeline", "tensor", "offload", "adapter", "comm"}) {
     const std::string name = parallel.get<std::string>(role);
     if (name == "none") continue;
     if (role == "comm" && one_process) continue;  // nothing to communicate

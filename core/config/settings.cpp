@@ -50,6 +50,7 @@ ParallelSettings ParallelSettings::from(const Options& p) {
   s.pipeline = p.get<std::string>("pipeline");
   s.tensor = p.get<std::string>("tensor");
   s.offload = p.get<std::string>("offload");
+  s.adapter = p.get<std::string>("adapter");
   s.comm = p.get<std::string>("comm");
   s.stage_blocks = p.get<std::vector<int64_t>>("stage_blocks");
   s.dp = p.get<int64_t>("dp");

@@ -55,7 +55,7 @@ struct DataSettings {
 
 // Which plugin plays each role ("none": absent) and the mesh.
 struct ParallelSettings {
-  std::string data, pipeline, tensor, offload, comm;
+  std::string data, pipeline, tensor, offload, adapter, comm;
   std::vector<int64_t> stage_blocks;
   int64_t dp = 1, pp = 1, tp = 1;
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "debug/plugin_hook.hpp"
+#include "plait/sdk/error.hpp"
 
 namespace plait {
 
@@ -21,6 +22,18 @@ auto call_plugin(const std::string& plugin, const char* hook, Fn&& fn) -> declty
     return std::forward<Fn>(fn)();
   } catch (...) {
     rethrow_from_plugin(plugin, hook);
+  }
+}
+
+// The same, for a plugin that may be unloaded before its exception is caught (one made for
+// a check, destroyed with the stack the exception unwinds): a plait::Error comes out as a
+// copy the core made, since the thrown object's type lives in the plugin's library.
+template <class Fn>
+auto call_detached_plugin(const std::string& plugin, const char* hook, Fn&& fn) -> decltype(fn()) {
+  try {
+    return call_plugin(plugin, hook, std::forward<Fn>(fn));
+  } catch (const Error& e) {
+    throw Error(e.what(), e.hint(), e.origin());
   }
 }
 

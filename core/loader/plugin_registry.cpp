@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kKinds = {"data", "comm", "pipeline", "tensor", "offload"};
+const std::vector<std::string> kKinds = {"data", "comm", "pipeline", "tensor", "offload", "adapter"};
 
 std::vector<std::string> split_words(const char* text) {
   std::vector<std::string> out;
@@ -186,7 +186,7 @@ void PluginRegistry::consider(const std::string& file, const SearchDir& dir, con
     return;
   }
   if (std::find(kKinds.begin(), kKinds.end(), record.kind) == kKinds.end()) {
-    refuse(concat("declares the unknown kind '", record.kind, "'; kinds are data, comm, pipeline, tensor, offload"));
+    refuse(concat("declares the unknown kind '", record.kind, "'; kinds are data, comm, pipeline, tensor, offload, adapter"));
     return;
   }
   if (info->create == nullptr || info->destroy == nullptr) {

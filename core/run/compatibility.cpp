@@ -46,6 +46,8 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
       {!saves.empty(), capability::checkpoint, saves, saves_place},
       {!train.get<std::vector<std::string>>("freeze").empty(), capability::frozen, "train.freeze (frozen parameters)",
        train.where("freeze")},
+      {p.adapter != "none", capability::frozen, concat("adapter plugin '", p.adapter, "' (it freezes the base model)"),
+       parallel.where("adapter")},
   };
   for (const auto& need : needs) {
     if (need.when && !dp.has_capability(need.capability)) {
@@ -55,6 +57,11 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
                   concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
     }
   }
+  // An adapter's parts must be split like its linear's: no tensor plugin places them yet.
+  PLAIT_CHECK(p.adapter == "none" || p.tensor == "none",
+              concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
+                     p.tensor, "' (", parallel.where("tensor"), ") yet: no tensor plugin splits adapters like their linears"),
+              "train adapters with data and pipeline parallel (ddp, zero, fsdp, 1f1b), or set [parallel] tensor = \"none\"");
 }
 
 }  // namespace plait

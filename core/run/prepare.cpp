@@ -1,7 +1,10 @@
 #include "run/prepare.hpp"
 
 #include "data/data_check.hpp"
+#include "debug/plugin_call.hpp"
 #include "data/make_sampler.hpp"
+#include "model/adapted_layers.hpp"
+#include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
 #include "train/frozen_parameters.hpp"
 #include "pipeline/schedule_plan.hpp"
@@ -42,6 +45,25 @@ PipelinePlan plan_pipeline(const ResolvedConfig& config, const PluginRegistry& r
   return out;
 }
 
+namespace {
+
+// The whole model on the meta device, with [parallel] adapter's layers and its targets
+// checked against the model's linears.
+StageModel meta_model(PreparedRun& run) {
+  const ResolvedConfig& config = *run.config;
+  const std::string& name = config.parallel().adapter;
+  if (name == "none") return build_meta_model(run.model);
+  run.adapter = make_plugin<Adapter>(*run.registry, config.table(name), name, {}, {0, static_cast<int>(run.world_size)});
+  return call_detached_plugin(name, "check_targets", [&] {
+    AdaptedFactory factory(make_dense_layer_factory(), *run.adapter.plugin);
+    StageModel shapes = build_model(run.model, factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+    check_adapted(factory, *run.adapter.plugin, config.table("parallel").where("adapter"));
+    return shapes;
+  });
+}
+
+}  // namespace
+
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world,
                         bool scan_data) {
   PreparedRun run;
@@ -59,7 +81,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   run.world_size = run.mesh.world();
   check_mesh_roles(config, run.mesh);
   check_settings_take_effect(config, run.mesh);
-  run.pipeline = plan_pipeline(config, *run.registry, run.mesh, build_meta_model(run.model));
+  run.pipeline = plan_pipeline(config, *run.registry, run.mesh, meta_model(run));
   frozen_names(run.pipeline.shapes, config.table("train"));  // its patterns refused here, before launch
   check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);

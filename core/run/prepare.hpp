@@ -11,6 +11,8 @@
 #include "distributed/world.hpp"
 #include "model/model_spec.hpp"
 #include "pipeline/pipeline_plan.hpp"
+#include "plait/sdk/adapter.hpp"
+#include "loader/plugin_instance.hpp"
 #include "loader/plugin_registry.hpp"
 
 namespace plait {
@@ -23,6 +25,7 @@ struct PreparedRun {
   MeshShape mesh;
   int64_t world_size = 1;
   DistSettings dist;
+  PluginInstance<Adapter> adapter;  // [parallel] adapter's, for the shapes below: outlives them
   PipelinePlan pipeline;
 };
 

@@ -49,8 +49,13 @@ void check_data(const PreparedRun& prep, const fs::path& folder, const checkpoin
               "resume with the [data] source and order and the [train] seed of the run that saved it");
 }
 
-void check_hf_model(const HfWeights& weights, const StageModel& model) {
-  for (const auto& p : model.parameters()) {
+// An adapter's parameters (the trainable ones beside a frozen base) may be missing from
+// an init_from source: a base model has none, and they start from their initial values.
+bool may_miss(const ParamRef& p, bool adapter) { return adapter && p.tensor.requires_grad(); }
+
+void check_hf_model(const HfWeights& weights, const StageModel& model, bool adapter) {
+  for (const auto& p : model.all_parameters()) {
+    if (may_miss(p, adapter) && !weights.has(p.name)) continue;
     PLAIT_CHECK(weights.has(p.name), concat(weights.folder().string(), " has no tensor ", p.name),
                 "it holds another model: match [model] to its config.json");
     PLAIT_CHECK(weights.shape(p.name) == p.tensor.sizes().vec(),
@@ -63,12 +68,13 @@ void check_hf_model(const HfWeights& weights, const StageModel& model) {
 }  // namespace
 
 void check_checkpoint_holds_model(const fs::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model,
-                                  const std::string& hint) {
+                                  const std::string& hint, bool adapter) {
   std::set<std::string> names;
-  for (const auto& p : model.parameters()) {
+  for (const auto& p : model.all_parameters()) {
     names.insert(p.name);
     const std::string key = checkpoint::state_tensor_name(state_kind::param, p.name);
     const auto it = index.tensors.find(key);
+    if (it == index.tensors.end() && may_miss(p, adapter)) continue;
     PLAIT_CHECK(it != index.tensors.end(), concat("checkpoint ", folder.string(), " has no parameter ", p.name),
                 hint);
     PLAIT_CHECK(it->second.shape == p.tensor.sizes().vec(),
@@ -90,15 +96,16 @@ void check_init_from(const PreparedRun& prep) {
   const Options& model = prep.config->table("model");
   const auto from = model.find<std::string>("init_from");
   if (!from) return;
+  const bool adapter = prep.config->parallel().adapter != "none";
   at_place(model.where("init_from"), [&] {
     if (is_hf_folder(*from)) {
       check_hf_config(*from, prep.model);
-      return check_hf_model(HfWeights(*from, prep.model.family), prep.pipeline.shapes);
+      return check_hf_model(HfWeights(*from, prep.model.family), prep.pipeline.shapes, adapter);
     }
     const fs::path folder = checkpoint::resolve_checkpoint(*from);
     const checkpoint::CheckpointIndex index = checkpoint::read_index(folder);
     check_files(folder, index);
-    check_checkpoint_holds_model(folder, index, prep.pipeline.shapes);
+    check_checkpoint_holds_model(folder, index, prep.pipeline.shapes, kDamagedHint, adapter);
   });
 }
 

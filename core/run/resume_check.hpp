@@ -20,11 +20,15 @@ struct ResumePoint {
 // The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh start.
 std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder);
 
+inline constexpr const char* kDamagedHint =
+    "it was saved from another model: resume with the [model] settings of the run that saved it";
+
 // Every parameter of `model` in the checkpoint, of its shape, and no other: what resume,
-// init_from and export ask of a checkpoint they take weights from.
-void check_checkpoint_holds_model(
-    const std::filesystem::path& folder, const checkpoint::CheckpointIndex& index, const StageModel& model,
-    const std::string& hint = "it was saved from another model: resume with the [model] settings of the run that saved it");
+// init_from and export ask of a checkpoint they take weights from. With `adapter`, the
+// trainable parameters (an adapter's) may be missing: init_from a base model's.
+void check_checkpoint_holds_model(const std::filesystem::path& folder, const checkpoint::CheckpointIndex& index,
+                                  const StageModel& model, const std::string& hint = kDamagedHint,
+                                  bool adapter = false);
 
 // [model] init_from, checked the same way: every parameter of the model there, of its shape.
 void check_init_from(const PreparedRun& prep);

@@ -41,25 +41,30 @@ class HfStateSource final : public StateSource {
   const checkpoint::Layouts& layouts_;
 };
 
-void load_all(StateSource& source, const StageModel& model) {
+// Frozen ones too: a fine-tuning's base. An adapter's parameters (the trainable ones
+// beside a frozen base) the source lacks keep their initial values.
+void load_all(StateSource& source, const StageModel& model, bool adapter) {
   at::NoGradGuard no_grad;
-  for (const auto& p : model.all_parameters()) {  // frozen ones too: a fine-tuning's base
-    if (!p.tensor.is_meta()) source.read_into(p.tensor.detach(), p.name, state_kind::param, 0);
+  for (const auto& p : model.all_parameters()) {
+    if (p.tensor.is_meta()) continue;
+    if (adapter && p.tensor.requires_grad() && !source.has(p.name, state_kind::param)) continue;
+    source.read_into(p.tensor.detach(), p.name, state_kind::param, 0);
   }
 }
 
 }  // namespace
 
-void load_initial_weights(const std::string& path, const ModelSpec& spec, const StageModel& model, const Mesh& mesh) {
+void load_initial_weights(const std::string& path, const ModelSpec& spec, const StageModel& model, const Mesh& mesh,
+                          bool adapter) {
   const checkpoint::Layouts layouts = checkpoint::layouts_of(model, mesh.shape().tp, mesh.coords().tp);
   if (is_hf_folder(path)) {
     const HfWeights weights(path, spec.family);
     HfStateSource source(weights, layouts);
-    load_all(source, model);
+    load_all(source, model, adapter);
   } else {
     checkpoint::CheckpointReader reader(checkpoint::resolve_checkpoint(path));
     checkpoint::CheckpointStateSource source(reader, layouts);
-    load_all(source, model);
+    load_all(source, model, adapter);
   }
   core_log().info("initial weights from ", path, " (", layouts.size(), " parameters of this rank)");
 }

@@ -13,6 +13,8 @@
 namespace plait {
 
 // Into every parameter of `model` that is not on the meta device.
-void load_initial_weights(const std::string& path, const ModelSpec& spec, const StageModel& model, const Mesh& mesh);
+// With `adapter`, the trainable parameters (the adapter's) the source lacks keep their initial values.
+void load_initial_weights(const std::string& path, const ModelSpec& spec, const StageModel& model, const Mesh& mesh,
+                          bool adapter = false);
 
 }  // namespace plait

@@ -4,6 +4,7 @@
 #include "distributed/rank_device.hpp"
 #include "memory/rank_memory.hpp"
 #include "distributed/tensor_gather.hpp"
+#include "model/adapted_layers.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
 #include "pipeline/pipeline_plan.hpp"
@@ -30,17 +31,22 @@ at::Device compute_device(const RunPlan& plan) {
   return device;
 }
 
-// 1. The tensor plugin's factory makes sharded layers; without one, dense layers.
+// 1. The tensor plugin's factory makes sharded layers; without one, dense layers. An
+// adapter adds its layers beside the linears and freezes the rest.
 void apply_tensor_parallel(const RunPlan& plan, Rank& rank) {
   const std::string& name = plan.config->parallel().tensor;
   if (name == "none") {
     rank.factory = make_dense_layer_factory();
-    return;
+  } else {
+    rank.tensor = make_plugin<TensorParallel>(plan, name, rank);
+    rank.factory = call_plugin(name, "layer_factory", [&] {
+      return rank.tensor.plugin->layer_factory({.tp_group = plan.world->group(Axis::tp)});
+    });
   }
-  rank.tensor = make_plugin<TensorParallel>(plan, name, rank);
-  rank.factory = call_plugin(name, "layer_factory", [&] {
-    return rank.tensor.plugin->layer_factory({.tp_group = plan.world->group(Axis::tp)});
-  });
+  if (const std::string& adapter = plan.config->parallel().adapter; adapter != "none") {
+    rank.adapter = make_plugin<Adapter>(plan, adapter, rank);
+    rank.factory = std::make_shared<AdaptedFactory>(rank.factory, *rank.adapter.plugin);
+  }
 }
 
 // 2-3. The model through the factory, with real parameters only in the units this
@@ -59,7 +65,7 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   freeze_parameters(whole, plan.config->table("train"));
   for (const auto& p : whole.all_parameters()) rank.splits[p.name] = p.split;
   if (auto from = plan.config->table("model").find<std::string>("init_from"); from && !plan.on_meta) {
-    load_initial_weights(*from, plan.model, whole, plan.world->mesh());
+    load_initial_weights(*from, plan.model, whole, plan.world->mesh(), plan.config->parallel().adapter != "none");
   }
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
   const Mesh& m = plan.world->mesh();

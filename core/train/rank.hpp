@@ -14,6 +14,7 @@
 #include "pipeline/pipeline_executor.hpp"
 #include "pipeline/stage_partition.hpp"
 #include "pipeline/tied_parameters.hpp"
+#include "plait/sdk/adapter.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/offload.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
@@ -29,6 +30,7 @@ struct Rank {
   StepMetrics metrics;          // what the plugins report per step; they hold pointers into it
   DeviceGauges device_gauges;   // what they leave on the device, read with the step's one read
   PluginInstance<TensorParallel> tensor;
+  PluginInstance<Adapter> adapter;  // its layers live in the stages: destroyed after them
   std::shared_ptr<LayerFactory> factory;
   RankStages stages;
   std::map<std::string, TensorSplit> splits;  // to reassemble whole tensors from tp slices

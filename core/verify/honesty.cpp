@@ -74,12 +74,14 @@ std::string unreported_state(const Records& records) {
     for (const auto& r : ranks_of(record)) {
       const int64_t p = bytes(r, "param_bytes"), g = bytes(r, "grad_bytes"), o = bytes(r, "optimizer_bytes");
       const int64_t hp = bytes(r, "host_param_bytes"), hg = bytes(r, "host_grad_bytes"), ho = bytes(r, "host_optimizer_bytes");
-      const auto said = [](int64_t params, int64_t grads, int64_t optimizer) {
+      // Frozen parameters (train.freeze, an adapter's base) are the core's, on the device beside the plugin's state.
+      const int64_t f = bytes(r, "frozen_param_bytes");
+      const auto said = [](int64_t params, int64_t grads, int64_t optimizer, int64_t frozen) {
         return concat("parameters ", human_bytes(params), ", gradients ", human_bytes(grads), ", optimizer ",
-                      human_bytes(optimizer));
+                      human_bytes(optimizer), frozen > 0 ? concat(", frozen parameters (the core's) ", human_bytes(frozen)) : "");
       };
-      std::string why = outside("on its device", bytes(r, "mem_bytes"), p + o, p + g + o, said(p, g, o));
-      if (why.empty()) why = outside("in host memory", bytes(r, "host_mem_bytes"), hp + ho, hp + hg + ho, said(hp, hg, ho));
+      std::string why = outside("on its device", bytes(r, "mem_bytes"), p + o + f, p + g + o + f, said(p, g, o, f));
+      if (why.empty()) why = outside("in host memory", bytes(r, "host_mem_bytes"), hp + ho, hp + hg + ho, said(hp, hg, ho, 0));
       const int64_t rank = r.value("rank", 0);
       if (why.empty()) {
         held.insert(rank);
@@ -100,7 +102,9 @@ std::string state_figures(const Records& records) {
   return concat("rank 0 at step ", records.back().at("step").get<int64_t>(), " holds ", human_bytes(bytes(r, "mem_bytes")),
                 " on its device for ", human_bytes(bytes(r, "param_bytes")), " of parameters, ",
                 human_bytes(bytes(r, "grad_bytes")), " of gradients and ", human_bytes(bytes(r, "optimizer_bytes")),
-                " of optimizer state, and ", human_bytes(bytes(r, "host_mem_bytes")), " in host memory for ",
+                " of optimizer state",
+                bytes(r, "frozen_param_bytes") > 0 ? concat(" (and the core's ", human_bytes(bytes(r, "frozen_param_bytes")), " of frozen parameters)") : "",
+                ", and ", human_bytes(bytes(r, "host_mem_bytes")), " in host memory for ",
                 human_bytes(bytes(r, "host_param_bytes") + bytes(r, "host_grad_bytes") + bytes(r, "host_optimizer_bytes")),
                 " reported");
 }

@@ -95,6 +95,18 @@ Titled comm_cases(bool quick) {
   return out;
 }
 
+// An adapter with its default options (which must adapt something of both families)
+// under the data plugins and a schedule: the adapters train as in the single process.
+Titled adapter_cases(bool quick) {
+  Titled out;
+  out.push_back({"ddp on dp 2, gpt2, float64", {"parallel.data=ddp", "parallel.dp=2"}});
+  out.push_back({"zero stage 3 on dp 2, llama, float32, dropout", Sets{"parallel.data=zero", "zero.stage=3", "parallel.dp=2"} + kLlama32});
+  if (quick) return out;
+  out.push_back({"fsdp on dp 2, gpt2, float64", {"parallel.data=fsdp", "parallel.dp=2"}});
+  out.push_back({"1f1b on pp 2, 4 microbatches, gpt2, float64", {"parallel.pipeline=1f1b", "parallel.pp=2", "train.grad_accum=4"}});
+  return out;
+}
+
 // Resumed exactly, and (full) resharded to and from the single process. An approximate
 // plugin's state changes over more steps (local rounds, error feedback): its resume
 // runs 24 steps, so that a checkpoint falls inside a round after earlier ones.
@@ -183,6 +195,7 @@ std::vector<Case> plan_cases(const PluginRecord& plugin, bool quick, const Sets&
   if (plugin.kind == "tensor") equivalence = tensor_cases(quick);
   if (plugin.kind == "offload") equivalence = offload_cases(quick);
   if (plugin.kind == "comm") equivalence = comm_cases(quick);
+  if (plugin.kind == "adapter") equivalence = adapter_cases(quick);
   // An approximate plugin is not the single process by design: each case compares it with ddp.
   const bool approximate = plugin.has_capability(capability::approximate);
   std::vector<Case> out;

@@ -101,17 +101,19 @@ def check_family(plait, work, family):
     return ok
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def family_checks(doc, check):
+    """The command line of a check per model family: --plait, --work, --family (repeatable;
+    default both). Exit status 0 when `check(plait, work, family)` holds for every one."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plait", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--family", choices=["gpt2", "llama"], action="append")
     a = ap.parse_args()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
-    ok = all([check_family(a.plait, work, f) for f in (a.family or ["gpt2", "llama"])])
+    ok = all([check(a.plait, work, f) for f in (a.family or ["gpt2", "llama"])])
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(family_checks(__doc__, check_family))

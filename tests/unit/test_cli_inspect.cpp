@@ -4,6 +4,7 @@
 
 #include "plait/sdk/version.hpp"
 #include "support/test_support.hpp"
+#include "support/token_files.hpp"
 
 using namespace plait;
 using namespace plait::test;
@@ -61,18 +62,29 @@ TEST_CASE("models lists every family and size with its parameter count", "[cli]"
 }
 
 // A bundle is validated as a config that extends it with a small model of 4 blocks
-// (3d-megatron's interleaved schedule wants a block per virtual stage).
+// (3d-megatron's interleaved schedule wants a block per virtual stage), and for a bundle
+// that packs documents, a token file with some.
 TEST_CASE("every shipped config validates", "[cli]") {
   TempDir dir;
+  PlaitTokens documents;
+  for (int i = 0; i < 4000; ++i) documents.tokens.push_back(static_cast<uint16_t>(i % 200));
+  for (int64_t start = 0; start < 4000; start += 50) documents.starts.push_back(start);
+  const fs::path tokens = write_plait_tokens(dir / "documents.plait", documents);
   int checked = 0;
   for (const auto& entry : fs::recursive_directory_iterator(source_path("configs"))) {
     if (entry.path().extension() != ".toml") continue;
     // The planner's machines are not run configs: the plan tests read every one.
     if (entry.path().parent_path().filename() == "hardware") continue;
+    // The fine-tuning example reads what tools/lora_sft_example.py makes: the python test
+    // lora_sft_example.py makes it and runs the config as given.
+    if (entry.path().filename() == "lora-sft.toml" && entry.path().parent_path().filename() == "configs") continue;
     std::string config = entry.path().string();
     if (entry.path().parent_path().filename() == "bundles") {
+      const bool packs = read_file(entry.path()).find("packing = true") != std::string::npos;
       config = write_file(dir / entry.path().filename(),
-                          "extends = [\"" + config + "\"]\n[model]\nn_layer = 4\n").string();
+                          "extends = [\"" + config + "\"]\n[model]\nn_layer = 4\n" +
+                              (packs ? "[data]\nsource = \"tokens\"\npath = \"" + tokens.string() + "\"\n" : ""))
+                   .string();
     }
     ProcessResult r = run_plait({"config", "validate", config});
     INFO(entry.path().string() << "\n" << r.output);

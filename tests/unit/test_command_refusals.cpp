@@ -316,7 +316,8 @@ TEST_CASE("refused: plait debug, plait config show and the command line", "[refu
       {.name = "a flag plait run does not have", .args = {"run", config, "--stepz", "3"},
        .place = "The following arguments were not expected", .says = "`plait run --help`", .exit_code = 2},
       {.name = "compare without runs", .args = {"compare"}, .place = "runs is required", .exit_code = 2},
-      {.name = "export without --hf", .args = {"export", "{run}"}, .place = "--hf is required", .exit_code = 2},
+      {.name = "export without --hf or --peft", .args = {"export", "{run}"},
+       .place = "Exactly 1 option from [--hf,--peft] is required", .exit_code = 2},
       {.name = "checkpoint without what to do", .args = {"checkpoint"}, .place = "A subcommand is required",
        .says = "`plait checkpoint --help`", .exit_code = 2},
   });

@@ -6,7 +6,7 @@
 
 #include <ATen/ATen.h>
 
-#include "checkpoint/checkpoint_reader.hpp"
+#include "support/checkpoint_params.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
 #include "plait/sdk/error.hpp"
@@ -29,12 +29,6 @@ void expect_frozen_check(int dp, int accum, std::vector<std::string> sets) {
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Contains("PASS") && Contains("gradients after step 1: 14 parameters"));
-}
-
-// The parameter `name` of a checkpoint, flat, as the run's seed made it.
-at::Tensor stored(checkpoint::CheckpointReader& reader, const std::string& name) {
-  const std::string key = "param/" + name;
-  return reader.read(key, checkpoint::Region::whole(reader.index().tensors.at(key))).reshape({-1});
 }
 
 }  // namespace
@@ -75,7 +69,7 @@ TEST_CASE("frozen parameters leave training as they started, are checkpointed, a
   int frozen = 0, trained = 0;
   for (const ParamRef& p : initial.all_parameters()) {
     INFO(p.name);
-    const bool same = at::equal(stored(reader, p.name), p.tensor.reshape({-1}));
+    const bool same = at::equal(stored_param(reader, p.name), p.tensor.reshape({-1}));
     const bool is_frozen = p.name.starts_with("transformer.h.0.") || p.name == "transformer.wte.weight" ||
                            p.name == "transformer.wpe.weight";
     CHECK(same == is_frozen);

@@ -37,12 +37,15 @@ class PLAIT_SDK_VISIBLE Layer : public torch::nn::Module {
 
 // A layer that runs another around something of its own (gathering its parameters,
 // recomputing it). It registers the inner layer's children and parameters under their
-// own names, so wrapping changes no parameter name and no tensor-parallel split.
+// own names, so wrapping changes no parameter name and no tensor-parallel split. A frozen
+// parameter stays frozen (torch's register_parameter would make it trainable again).
 class PLAIT_SDK_VISIBLE WrappingLayer : public Layer {
  public:
   explicit WrappingLayer(std::shared_ptr<Layer> inner) : inner_(std::move(inner)) {
     for (const auto& child : inner_->named_children()) register_module(child.key(), child.value());
-    for (const auto& p : inner_->named_parameters(/*recurse=*/false)) register_parameter(p.key(), p.value());
+    for (const auto& p : inner_->named_parameters(/*recurse=*/false)) {
+      register_parameter(p.key(), p.value(), p.value().requires_grad());
+    }
   }
   TensorSplit split_of(const std::string& local_name) const override { return inner_->split_of(local_name); }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Everything a plugin author needs, in one include.
+#include "plait/sdk/adapter.hpp"
 #include "plait/sdk/capabilities.hpp"
 #include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/communicator.hpp"

@@ -1,0 +1,92 @@
+#include "model/adapted_layers.hpp"
+
+#include <set>
+
+#include "model/dropout.hpp"
+#include "plait/sdk/error.hpp"
+
+namespace plait {
+namespace {
+
+// A linear with its adapter beside it: the base's parameters and children keep their
+// names (WrappingLayer), the adapter's are registered under the same module, and the
+// adapter's output is added to the base's.
+class AdaptedLinear final : public WrappingLayer {
+ public:
+  AdaptedLinear(std::shared_ptr<Layer> base, std::shared_ptr<Layer> adapter)
+      : WrappingLayer(std::move(base)), adapter_(std::move(adapter)) {
+    for (const auto& child : adapter_->named_children()) {
+      PLAIT_CHECK(!named_children().contains(child.key()),
+                  concat("the adapter's layer '", child.key(), "' has the name of a part of the linear it adapts"),
+                  "name adapter layers apart from the linear's own (lora_A, lora_B)");
+      register_module(child.key(), child.value());
+    }
+    for (const auto& p : adapter_->named_parameters(/*recurse=*/false)) {
+      own_.insert(p.key());
+      register_parameter(p.key(), p.value(), p.value().requires_grad());
+    }
+  }
+  at::Tensor forward(const at::Tensor& x) override { return inner_->forward(x) + adapter_->forward(x); }
+  TensorSplit split_of(const std::string& local_name) const override {
+    return own_.count(local_name) != 0 ? adapter_->split_of(local_name) : inner_->split_of(local_name);
+  }
+
+ private:
+  std::shared_ptr<Layer> adapter_;
+  std::set<std::string> own_;
+};
+
+}  // namespace
+
+AdaptedFactory::AdaptedFactory(std::shared_ptr<LayerFactory> inner, Adapter& adapter)
+    : inner_(std::move(inner)), adapter_(adapter) {}
+
+std::shared_ptr<Layer> AdaptedFactory::frozen(std::shared_ptr<Layer> layer) {
+  for (auto& p : layer->parameters()) p.requires_grad_(false);
+  return layer;
+}
+
+std::shared_ptr<Layer> AdaptedFactory::linear(const LinearSpec& spec, const InitSpec& init) {
+  linears_.push_back(spec);
+  auto base = frozen(inner_->linear(spec, init));
+  if (!adapter_.adapts(spec)) return base;
+  adapted_.push_back(spec.name);
+  const SequencePart part = sequence_part_of(*inner_);
+  AdapterSite site{.spec = spec, .init = init, .dropout = [site = spec.name + ".adapter_dropout", part](
+                                                               const at::Tensor& x, double p) {
+                     return SiteDropout(site, p, part)(x);
+                   }};
+  return std::make_shared<AdaptedLinear>(std::move(base), adapter_.make(site));
+}
+
+// Parts that are adapted need their own layers; a group with none stays the inner
+// factory's (one product under tensor parallel).
+std::shared_ptr<Layer> AdaptedFactory::fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) {
+  bool any = false;
+  for (const auto& spec : parts) any = any || adapter_.adapts(spec);
+  if (any) return LayerFactory::fused_linear(parts, init);
+  linears_.insert(linears_.end(), parts.begin(), parts.end());
+  return frozen(inner_->fused_linear(parts, init));
+}
+
+std::shared_ptr<Layer> AdaptedFactory::embedding(const EmbeddingSpec& spec, const InitSpec& init) {
+  return frozen(inner_->embedding(spec, init));
+}
+std::shared_ptr<Layer> AdaptedFactory::tied_linear(const std::shared_ptr<Layer>& embedding) {
+  return inner_->tied_linear(embedding);
+}
+std::shared_ptr<Layer> AdaptedFactory::norm(const NormSpec& spec, const InitSpec& init) {
+  return frozen(inner_->norm(spec, init));
+}
+
+void check_adapted(const AdaptedFactory& factory, const Adapter& adapter, const std::string& place) {
+  adapter.check_targets(factory.linears());
+  std::string names;
+  for (const auto& spec : factory.linears()) {
+    if (names.size() < 200) names += (names.empty() ? "" : ", ") + spec.child_name();
+  }
+  PLAIT_CHECK(!factory.adapted().empty(), concat(place, ": the adapter adapts none of the model's linears"),
+              concat("name targets among the model's linears: ", names));
+}
+
+}  // namespace plait

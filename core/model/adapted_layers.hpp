@@ -1,0 +1,52 @@
+#pragma once
+// [parallel] adapter: a layer factory that builds every linear through the inner factory
+// (dense, or a tensor plugin's) and, for each one the adapter adapts, adds the adapter's
+// layer beside it. Every parameter it makes other than the adapters' is frozen, so the
+// model trains its adapters alone under any data plugin claiming `frozen`.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plait/sdk/adapter.hpp"
+#include "plait/sdk/layers.hpp"
+
+namespace plait {
+
+class AdaptedFactory final : public LayerFactory {
+ public:
+  AdaptedFactory(std::shared_ptr<LayerFactory> inner, Adapter& adapter);
+
+  std::shared_ptr<Layer> linear(const LinearSpec& spec, const InitSpec& init) override;
+  std::shared_ptr<Layer> fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) override;
+  std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init) override;
+  std::shared_ptr<Layer> tied_linear(const std::shared_ptr<Layer>& embedding) override;
+  std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init) override;
+  int64_t shard_count() const override { return inner_->shard_count(); }
+  std::shared_ptr<Layer> blocks_entry() override { return inner_->blocks_entry(); }
+  int64_t sequence_shards() const override { return inner_->sequence_shards(); }
+  int64_t sequence_shard() const override { return inner_->sequence_shard(); }
+  at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) override {
+    return inner_->token_loss_sum(logits, targets);
+  }
+  at::Tensor whole_logits(const at::Tensor& logits) override { return inner_->whole_logits(logits); }
+  void* find_extension(std::string_view id) override { return inner_->find_extension(id); }
+
+  // Every linear built so far (for Adapter::check_targets) and the full names of those adapted.
+  const std::vector<LinearSpec>& linears() const { return linears_; }
+  const std::vector<std::string>& adapted() const { return adapted_; }
+
+ private:
+  std::shared_ptr<Layer> frozen(std::shared_ptr<Layer> layer);
+
+  std::shared_ptr<LayerFactory> inner_;
+  Adapter& adapter_;
+  std::vector<LinearSpec> linears_;
+  std::vector<std::string> adapted_;
+};
+
+// The whole model's adapted linears, checked before launch: the adapter's own refusals
+// (targets matching nothing), then the core's (no linear adapted at all), naming `place`
+// ([parallel] adapter's line).
+void check_adapted(const AdaptedFactory& factory, const Adapter& adapter, const std::string& place);
+
+}  // namespace plait

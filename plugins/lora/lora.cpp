@@ -1,0 +1,160 @@
+// LoRA (Hu et al. 2021) as an adapter plugin. Beside each targeted linear W of the frozen
+// model it adds y += (alpha / r) * dropout(x) A^T B^T, A [r, in] and B [out, r], named as
+// Hugging Face PEFT names them (<linear>.lora_A.weight, <linear>.lora_B.weight) so that
+// an export is a PEFT adapter as it stands. A starts as PEFT's (Kaiming-uniform with
+// a = sqrt(5): uniform within 1 / sqrt(in)), drawn from the run's seed and its name like
+// every plait parameter, and B at zero, so step 0 is the base model's.
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "plait/sdk/sdk.hpp"
+#include "plait_schema.hpp"
+
+namespace {
+
+using plait::concat;
+using Weights = std::vector<std::pair<std::string, at::Tensor>>;
+
+// PEFT's default target_modules per model type (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+std::vector<std::string> default_targets(const std::string& family) {
+  if (family == "gpt2") return {"c_attn"};
+  return {"q_proj", "v_proj"};
+}
+
+// PEFT's rule for a list of target_modules: the module's name, or its last components.
+bool matches(const std::string& module, const std::string& target) {
+  return module == target ||
+         (module.size() > target.size() && module.ends_with(target) && module[module.size() - target.size() - 1] == '.');
+}
+
+at::Tensor seeded_uniform(at::IntArrayRef shape, double bound, uint64_t seed, const std::string& name,
+                          const at::TensorOptions& options) {
+  if (options.device().is_meta()) return at::empty(shape, options);
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(plait::name_seed(seed, name));
+  at::Tensor t = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
+  t.uniform_(-bound, bound, gen);
+  return t.to(options);
+}
+
+// One factor (A or B): a module holding "weight", so names come out as PEFT's.
+class Factor final : public plait::Layer {
+ public:
+  explicit Factor(at::Tensor weight) { weight_ = register_parameter("weight", std::move(weight)); }
+  at::Tensor forward(const at::Tensor& x) override { return at::linear(x, weight_); }
+
+ private:
+  at::Tensor weight_;
+};
+
+class LoraLayer final : public plait::Layer {
+ public:
+  LoraLayer(const plait::AdapterSite& site, int64_t rank, double alpha, double dropout)
+      : scale_(alpha / static_cast<double>(rank)), dropout_p_(dropout), dropout_(site.dropout) {
+    const plait::LinearSpec& s = site.spec;
+    a_ = register_module("lora_A", std::make_shared<Factor>(seeded_uniform(
+                                       {rank, s.in_features}, 1.0 / std::sqrt(static_cast<double>(s.in_features)),
+                                       site.init.seed, s.name + ".lora_A.weight", site.init.options)));
+    b_ = register_module("lora_B", std::make_shared<Factor>(plait::filled({s.out_features, rank}, 0.0, site.init.options)));
+  }
+  at::Tensor forward(const at::Tensor& x) override {
+    return b_->forward(a_->forward(dropout_(x, dropout_p_))) * scale_;
+  }
+
+ private:
+  double scale_, dropout_p_;
+  std::function<at::Tensor(const at::Tensor&, double)> dropout_;
+  std::shared_ptr<Factor> a_, b_;
+};
+
+class Lora final : public plait::Adapter {
+ public:
+  void on_configure() override {
+    rank_ = options().get<int64_t>("rank");
+    alpha_ = options().get<double>("alpha");
+    dropout_ = options().get<double>("dropout");
+    targets_ = options().get<std::vector<std::string>>("targets");
+  }
+
+  bool adapts(const plait::LinearSpec& spec) const override {
+    for (const auto& target : targets_or_defaults()) {
+      if (matches(spec.name, target)) return true;
+    }
+    return false;
+  }
+
+  void check_targets(const std::vector<plait::LinearSpec>& linears) const override {
+    std::set<std::string> names;
+    for (const auto& spec : linears) names.insert(spec.child_name());
+    std::string listing;
+    for (const auto& n : names) listing += (listing.empty() ? "" : ", ") + n;
+    for (const auto& target : targets_) {
+      bool found = false;
+      for (const auto& spec : linears) found = found || matches(spec.name, target);
+      PLAIT_CHECK(found, concat(options().where("targets"), ": [lora] target \"", target, "\" matches no linear of the model"),
+                  concat("the model's linears: ", listing, " (a target matches a module name or its last components)"));
+    }
+  }
+
+  std::shared_ptr<plait::Layer> make(const plait::AdapterSite& site) override {
+    return std::make_shared<LoraLayer>(site, rank_, alpha_, dropout_);
+  }
+
+  // W + (alpha / r) B A, computed in float64 and stored in W's dtype.
+  void merge(Weights& weights) const override {
+    std::map<std::string, at::Tensor*> by_name;
+    for (auto& [name, t] : weights) by_name[name] = &t;
+    const std::string suffix = ".lora_A.weight";
+    for (const auto& [name, a] : by_name) {
+      if (!name.ends_with(suffix)) continue;
+      const std::string module = name.substr(0, name.size() - suffix.size());
+      auto b = by_name.find(module + ".lora_B.weight"), w = by_name.find(module + ".weight");
+      PLAIT_CHECK(b != by_name.end() && w != by_name.end(),
+                  concat("lora: ", module, " has lora_A but not lora_B or its own weight"), "the checkpoint is damaged");
+      at::Tensor& weight = *w->second;
+      weight = (weight.to(at::kDouble) + b->second->to(at::kDouble).mm(a->to(at::kDouble)) * scale())
+                   .to(weight.scalar_type());
+    }
+    std::erase_if(weights, [](const auto& named) { return named.first.find(".lora_") != std::string::npos; });
+  }
+
+  std::string peft_config(const std::string& family) const override {
+    nlohmann::ordered_json config = {
+        {"peft_type", "LORA"},
+        {"task_type", "CAUSAL_LM"},
+        {"base_model_name_or_path", nullptr},
+        {"r", rank_},
+        {"lora_alpha", alpha_},
+        {"lora_dropout", dropout_},
+        {"target_modules", targets_.empty() ? default_targets(family) : targets_},
+        {"bias", "none"},
+        // GPT-2's linears are transformers' Conv1D, weights stored [in, out].
+        {"fan_in_fan_out", family == "gpt2"},
+        {"init_lora_weights", true},
+        {"use_rslora", false},
+        {"use_dora", false},
+        {"modules_to_save", nullptr},
+        {"inference_mode", true},
+    };
+    return config.dump(2);
+  }
+
+ private:
+  double scale() const { return alpha_ / static_cast<double>(rank_); }
+  std::vector<std::string> targets_or_defaults() const {
+    if (!targets_.empty()) return targets_;
+    return {"c_attn", "q_proj", "v_proj"};  // PEFT's defaults of both families (default_targets)
+  }
+
+  int64_t rank_ = 8;
+  double alpha_ = 16.0, dropout_ = 0.0;
+  std::vector<std::string> targets_;
+};
+
+}  // namespace
+
+PLAIT_PLUGIN(Lora, "lora", "0.1.0", "", plait_schema_toml,
+             "LoRA adapters (Hu et al. 2021) beside the frozen model's linears, exported as Hugging Face PEFT adapters")
