@@ -24,6 +24,7 @@ nlohmann::ordered_json rank_json(const RankMemory& m) {
           {"grad_bytes", m.state.grads},
           {"optimizer_bytes", m.state.optimizer},
           {"transient_bytes", m.transient},
+          {"frozen_param_bytes", m.frozen},
           {"activation_bytes", m.activations},
           {"device_bytes", m.device()},
           {"host_param_bytes", m.state.host_params},
@@ -77,6 +78,7 @@ void print_memory(const ConfigPrediction& p) {
                                                    {"gradients", m.state.grads},
                                                    {"optimizer state", m.state.optimizer},
                                                    {"data plugin's transient", m.transient},
+                                                   {"frozen parameters", m.frozen},
                                                    {"activations held", m.activations}};
   for (const auto& [what, bytes] : rows) std::printf("  %-26s %12s\n", what, human_bytes(bytes).c_str());
   std::printf("  %-26s %12s of %s usable: %s\n", "total", human_bytes(m.device()).c_str(),

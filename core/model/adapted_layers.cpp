@@ -39,34 +39,59 @@ class AdaptedLinear final : public WrappingLayer {
 }  // namespace
 
 AdaptedFactory::AdaptedFactory(std::shared_ptr<LayerFactory> inner, Adapter& adapter)
-    : inner_(std::move(inner)), adapter_(adapter) {}
+    : inner_(std::move(inner)), adapter_(adapter), host_(extension<AdapterHost>(*inner_)) {}
 
 std::shared_ptr<Layer> AdaptedFactory::frozen(std::shared_ptr<Layer> layer) {
-  for (auto& p : layer->parameters()) p.requires_grad_(false);
+  for (auto& p : layer->parameters()) {
+    if (trainable_.count(p.unsafeGetTensorImpl()) == 0) p.requires_grad_(false);
+  }
   return layer;
 }
 
-std::shared_ptr<Layer> AdaptedFactory::linear(const LinearSpec& spec, const InitSpec& init) {
-  linears_.push_back(spec);
-  auto base = frozen(inner_->linear(spec, init));
-  if (!adapter_.adapts(spec)) return base;
+// The adapter of `spec` on this rank, or null: its site's dropout keyed on the features
+// this rank's part reads (adapters read whole sequences: a column product's input is
+// gathered, a row product's is whole), its parameters kept trainable.
+std::shared_ptr<Layer> AdaptedFactory::make_adapter(const LinearSpec& spec, const InitSpec& init, Split split,
+                                                    int64_t shard, int64_t shards) {
+  if (!adapter_.adapts(spec)) return nullptr;
   adapted_.push_back(spec.name);
-  const SequencePart part = sequence_part_of(*inner_);
-  AdapterSite site{.spec = spec, .init = init, .dropout = [site = spec.name + ".adapter_dropout", part](
-                                                               const at::Tensor& x, double p) {
-                     return SiteDropout(site, p, part)(x);
-                   }};
-  return std::make_shared<AdaptedLinear>(std::move(base), adapter_.make(site));
+  const int64_t first_feature = split == Split::row ? shard * (spec.in_features / shards) : 0;
+  AdapterSite site{.spec = spec,
+                   .init = init,
+                   .dropout = [name = spec.name + ".adapter_dropout", first_feature](const at::Tensor& x, double p) {
+                     return SiteDropout(name, p, SequencePart{}, first_feature)(x);
+                   },
+                   .split = split,
+                   .shard = shard,
+                   .shards = shards};
+  std::shared_ptr<Layer> layer = adapter_.make(site);
+  for (const auto& p : layer->parameters()) trainable_.insert(p.unsafeGetTensorImpl());
+  return layer;
 }
 
-// Parts that are adapted need their own layers; a group with none stays the inner
-// factory's (one product under tensor parallel).
-std::shared_ptr<Layer> AdaptedFactory::fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) {
+std::shared_ptr<Layer> AdaptedFactory::adapted(const std::vector<LinearSpec>& parts, const InitSpec& init) {
+  linears_.insert(linears_.end(), parts.begin(), parts.end());
   bool any = false;
   for (const auto& spec : parts) any = any || adapter_.adapts(spec);
-  if (any) return LayerFactory::fused_linear(parts, init);
-  linears_.insert(linears_.end(), parts.begin(), parts.end());
-  return frozen(inner_->fused_linear(parts, init));
+  if (!any) return frozen(parts.size() == 1 ? inner_->linear(parts[0], init) : inner_->fused_linear(parts, init));
+  if (host_ != nullptr) {
+    return frozen(host_->adapted_linears(parts, init, [&](std::size_t i, Split split, int64_t shard, int64_t shards) {
+      return make_adapter(parts[i], init, split, shard, shards);
+    }));
+  }
+  PLAIT_CHECK(inner_->shard_count() == 1,
+              concat("the adapter adapts ", parts[0].name, ", but the tensor plugin's layers cannot host adapters"),
+              "choose a tensor plugin with the capability 'adapters', or train adapters without tensor parallel");
+  if (parts.size() > 1) return LayerFactory::fused_linear(parts, init);  // each part through linear()
+  auto base = inner_->linear(parts[0], init);
+  auto adapter = make_adapter(parts[0], init, Split::none, 0, 1);
+  return frozen(std::make_shared<AdaptedLinear>(std::move(base), std::move(adapter)));
+}
+
+std::shared_ptr<Layer> AdaptedFactory::linear(const LinearSpec& spec, const InitSpec& init) { return adapted({spec}, init); }
+
+std::shared_ptr<Layer> AdaptedFactory::fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) {
+  return adapted(parts, init);
 }
 
 std::shared_ptr<Layer> AdaptedFactory::embedding(const EmbeddingSpec& spec, const InitSpec& init) {

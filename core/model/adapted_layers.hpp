@@ -1,9 +1,10 @@
 #pragma once
 // [parallel] adapter: a layer factory that builds every linear through the inner factory
-// (dense, or a tensor plugin's) and, for each one the adapter adapts, adds the adapter's
-// layer beside it. Every parameter it makes other than the adapters' is frozen, so the
+// and, for each one the adapter adapts, adds the adapter's layer beside it: itself around
+// a dense linear, or through the tensor plugin's AdapterHost inside its split product. Every parameter it makes other than the adapters' is frozen, so the
 // model trains its adapters alone under any data plugin claiming `frozen`.
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,18 @@ class AdaptedFactory final : public LayerFactory {
   const std::vector<std::string>& adapted() const { return adapted_; }
 
  private:
+  // Every parameter of `layer` frozen but the adapters'.
   std::shared_ptr<Layer> frozen(std::shared_ptr<Layer> layer);
+  std::shared_ptr<Layer> adapted(const std::vector<LinearSpec>& parts, const InitSpec& init);
+  std::shared_ptr<Layer> make_adapter(const LinearSpec& spec, const InitSpec& init, Split split, int64_t shard,
+                                      int64_t shards);
 
   std::shared_ptr<LayerFactory> inner_;
   Adapter& adapter_;
+  AdapterHost* host_;  // the tensor plugin's factory's, which places adapters in its split products
   std::vector<LinearSpec> linears_;
   std::vector<std::string> adapted_;
+  std::set<const void*> trainable_;  // the adapters' parameters (TensorImpl)
 };
 
 // The whole model's adapted linears, checked before launch: the adapter's own refusals

@@ -76,7 +76,7 @@ SequencePart sequence_part_of(const LayerFactory& factory) {
 }
 
 at::Tensor dropout_keep_mask(const at::Tensor& x, const std::string& site, double p, const DropoutStream& stream,
-                             SequencePart part) {
+                             SequencePart part, int64_t first_feature) {
   PLAIT_CHECK(x.dim() == 3, concat("dropout at '", site, "' takes [batch, positions, features], got ", x.dim(), " dimensions"),
               "");
   const int64_t B = x.size(0), P = x.size(1), C = x.size(2);
@@ -89,14 +89,15 @@ at::Tensor dropout_keep_mask(const at::Tensor& x, const std::string& site, doubl
   at::Tensor h = mix(samples.bitwise_and(kLow32).bitwise_xor_(static_cast<int64_t>(key)));
   h = mix(h.bitwise_xor_(samples.bitwise_right_shift(32))).view({B, 1, 1});
   h = mix(h.bitwise_xor(at::arange(part.index * P, (part.index + 1) * P, ids).view({1, P, 1})));
-  const at::Tensor features = mix(at::arange(C, ids).bitwise_xor_(static_cast<int64_t>(mix(key))));
+  const at::Tensor features =
+      mix(at::arange(first_feature, first_feature + C, ids).bitwise_xor_(static_cast<int64_t>(mix(key))));
   at::Tensor bits = full_size_mix(h, features.view({1, 1, C}));
   // Dropped when the hash falls below p of its 2^30 values.
   return bits.ge(static_cast<int64_t>(p * static_cast<double>(kFull30 + 1)));
 }
 
-SiteDropout::SiteDropout(std::string site, double p, SequencePart part)
-    : site_(std::move(site)), p_(p), part_(part) {
+SiteDropout::SiteDropout(std::string site, double p, SequencePart part, int64_t first_feature)
+    : site_(std::move(site)), p_(p), part_(part), first_feature_(first_feature) {
   PLAIT_CHECK(p_ >= 0.0 && p_ < 1.0, concat("dropout at '", site_, "' has probability ", p_),
               "set [model] dropout in [0, 1)");
 }
@@ -107,7 +108,7 @@ at::Tensor SiteDropout::operator()(const at::Tensor& x) const {
   PLAIT_CHECK(stream.has_value(),
               concat("dropout at '", site_, "' ran outside a training step's forward (no sample stream is set)"),
               "the masks are keyed on the samples' global ids, which the pipeline executor sets around each forward");
-  at::Tensor keep = dropout_keep_mask(x, site_, p_, *stream, part_);
+  at::Tensor keep = dropout_keep_mask(x, site_, p_, *stream, part_, first_feature_);
   // masked_fill keeps the bool mask for backward, not a scaled copy in x's type.
   return x.masked_fill(keep.logical_not(), 0.0) * (1.0 / (1.0 - p_));
 }

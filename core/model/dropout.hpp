@@ -52,14 +52,15 @@ struct SequencePart {
 SequencePart sequence_part_of(const LayerFactory& factory);
 
 // Which elements of x [B, P, C] to keep (bool), P = T / part.count positions from
-// part.index * P, each dropped with probability p.
+// part.index * P and features from first_feature (a tensor-parallel slice), each dropped
+// with probability p.
 at::Tensor dropout_keep_mask(const at::Tensor& x, const std::string& site, double p, const DropoutStream& stream,
-                             SequencePart part);
+                             SequencePart part, int64_t first_feature = 0);
 
 // One dropout site of the model, e.g. "transformer.h.3.attn.resid_dropout".
 class SiteDropout {
  public:
-  SiteDropout(std::string site, double p, SequencePart part);
+  SiteDropout(std::string site, double p, SequencePart part, int64_t first_feature = 0);
   // x * keep / (1 - p); x itself when p = 0. Refused outside a stream (a forward the
   // executor did not start), since no mask could be the single process's.
   at::Tensor operator()(const at::Tensor& x) const;
@@ -68,6 +69,7 @@ class SiteDropout {
   std::string site_;
   double p_;
   SequencePart part_;
+  int64_t first_feature_ = 0;
 };
 
 }  // namespace plait

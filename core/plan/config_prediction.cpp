@@ -9,6 +9,7 @@
 #include "plan/activation_memory.hpp"
 #include "plan/data_cost.hpp"
 #include "plan/held_in_flight.hpp"
+#include "model/precision.hpp"
 #include "plan/layer_kernels.hpp"
 #include "run/tensor_shapes_check.hpp"
 
@@ -103,6 +104,8 @@ RankMemory rank_memory(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_nod
   m.pp_rank = pp_rank;
   m.state = asked.cost->state;
   m.transient = asked.cost->transient_bytes;
+  m.frozen = asked.rank.frozen_elements *
+             static_cast<int64_t>(c10::elementSize(precision_from(in.config->train().dtype).param_dtype));
   m.activations = peak_held_bytes(in.pipeline->schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
   return m;
 }

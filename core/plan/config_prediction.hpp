@@ -25,7 +25,8 @@ struct RankMemory {
   StateBytes state;           // the data plugin's, as its state_bytes() will report
   int64_t transient = 0;      // the data plugin's during a step (gathered parameters, staging)
   int64_t activations = 0;    // held from forwards to their backwards at the schedule's peak
-  int64_t device() const { return state.params + state.grads + state.optimizer + transient + activations; }
+  int64_t frozen = 0;         // the core's frozen parameters ([train] freeze, an adapter's base)
+  int64_t device() const { return state.params + state.grads + state.optimizer + transient + activations + frozen; }
   int64_t host() const { return state.host_params + state.host_grads + state.host_optimizer; }
 };
 

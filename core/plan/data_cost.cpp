@@ -45,9 +45,7 @@ GroupPlacement subgroup(const RankDataCost& asked, std::size_t i, const GroupPla
 }  // namespace
 
 RankDataCost plan_data_cost(const PreparedRun& run, int64_t pp_rank, int64_t dp_per_node) {
-  // Without tensor parallel the rank's model is the one prepare_run built for the partition.
-  const StageModel whole =
-      run.mesh.tp > 1 ? build_shape_model(*run.config, *run.registry, run.model, run.mesh) : run.pipeline.shapes;
+  const StageModel whole = build_shape_model(*run.config, *run.registry, run.model, run.mesh);
   return plan_data_cost(plan_inputs(run, whole, 1), pp_rank, dp_per_node);
 }
 

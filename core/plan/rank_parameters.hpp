@@ -14,6 +14,9 @@ namespace plait {
 struct RankParameters {
   std::vector<CostParameter> params;
   std::vector<CostUnit> units;
+  // Frozen parameters ([train] freeze, an adapter's base): the core holds them whole on
+  // every data-parallel rank, outside the data plugin's state.
+  int64_t frozen_elements = 0;
   int64_t elements() const;
 };
 

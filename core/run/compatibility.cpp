@@ -57,11 +57,19 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
                   concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
     }
   }
-  // An adapter's parts must be split like its linear's: no tensor plugin places them yet.
-  PLAIT_CHECK(p.adapter == "none" || p.tensor == "none",
-              concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
-                     p.tensor, "' (", parallel.where("tensor"), ") yet: no tensor plugin splits adapters like their linears"),
-              "train adapters with data and pipeline parallel (ddp, zero, fsdp, 1f1b), or set [parallel] tensor = \"none\"");
+  // An adapter beside tensor parallel lives inside the tensor plugin's split products: both sides must say so.
+  if (p.adapter != "none" && p.tensor != "none") {
+    const PluginRecord& tensor = *registry.find(p.tensor);
+    const PluginRecord& adapter = *registry.find(p.adapter);
+    PLAIT_CHECK(tensor.has_capability(capability::adapters),
+                concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
+                       p.tensor, "' (", parallel.where("tensor"), "): it lacks the capability 'adapters' (its layers cannot host adapters)"),
+                "choose a tensor plugin with 'adapters' (megatron), or train adapters with data and pipeline parallel alone");
+    PLAIT_CHECK(adapter.has_capability(capability::tensor),
+                concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
+                       p.tensor, "' (", parallel.where("tensor"), "): it lacks the capability 'tensor' (it does not split itself like its linears)"),
+                "choose an adapter with 'tensor' (lora), or train it with data and pipeline parallel alone");
+  }
 }
 
 }  // namespace plait

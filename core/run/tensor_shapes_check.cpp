@@ -1,7 +1,12 @@
 #include "run/tensor_shapes_check.hpp"
 
 #include "metrics/metrics_writer.hpp"
+#include "debug/plugin_call.hpp"
+#include "model/adapted_layers.hpp"
+#include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "train/frozen_parameters.hpp"
+#include "plait/sdk/adapter.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
 #include "loader/plugin_instance.hpp"
 
@@ -52,18 +57,33 @@ StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry&
                              const MeshShape& mesh, int64_t* sequence_shards) {
   const Options& parallel = config.table("parallel");
   const std::string& name = config.parallel().tensor;
+  const std::string& adapter_name = config.parallel().adapter;
+  const bool tensor_parallel = name != "none" && mesh.tp > 1;
   if (sequence_shards != nullptr) *sequence_shards = 1;
-  if (name == "none" || mesh.tp == 1) return build_meta_model(model);
   StepMetrics metrics;
-  auto tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics}, {0, static_cast<int>(mesh.world())});
+  PluginInstance<TensorParallel> tensor;
   QuietLogger quiet;
-  tensor.context->log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
   ShapeOnlyGroup group(mesh.tp);
-  return at_place(parallel.where("tp"), [&] {
-    std::shared_ptr<LayerFactory> factory = tensor.plugin->layer_factory({.tp_group = &group});
-    if (sequence_shards != nullptr) *sequence_shards = factory->sequence_shards();
-    return build_model(model, *factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+  // With an adapter, through the tensor plugin's AdapterHost as a rank builds it: its
+  // refusals (a target it cannot place) come here, before launch.
+  PluginInstance<Adapter> adapter;
+  if (adapter_name != "none") adapter = make_plugin<Adapter>(registry, config.table(adapter_name), adapter_name, {});
+  StageModel whole = at_place(parallel.where(tensor_parallel ? "tp" : "adapter"), [&] {
+    std::shared_ptr<LayerFactory> factory = make_dense_layer_factory();
+    if (tensor_parallel) {
+      tensor = make_plugin<TensorParallel>(registry, config.table(name), name, {.metrics = &metrics},
+                                           {0, static_cast<int>(mesh.world())});
+      tensor.context->log = &quiet;  // the check builds a rank's layers once more: no second "megatron: ..." line
+      factory = tensor.plugin->layer_factory({.tp_group = &group});
+      if (sequence_shards != nullptr) *sequence_shards = factory->sequence_shards();
+    }
+    if (adapter) factory = std::make_shared<AdaptedFactory>(factory, *adapter.plugin);
+    return call_detached_plugin(adapter ? adapter_name : name, "layers", [&] {
+      return build_model(model, *factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+    });
   });
+  freeze_parameters(whole, config.table("train"));  // as a rank marks them: the planner counts them apart
+  return whole;
 }
 
 }  // namespace plait

@@ -16,7 +16,8 @@ void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& reg
                          const MeshShape& mesh);
 
 // The whole model on the meta device as tensor-parallel rank 0 builds it (through the
-// configured tensor plugin when tp > 1): the planner's view of a rank's parameters.
+// configured tensor plugin when tp > 1, with the adapter's layers, frozen as [train]
+// freeze and the adapter freeze them): the planner's view of a rank's parameters.
 // `sequence_shards`, when given, receives the factory's (above 1: sequence parallel).
 StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
                              const MeshShape& mesh, int64_t* sequence_shards = nullptr);

@@ -40,25 +40,54 @@ at::Tensor seeded_uniform(at::IntArrayRef shape, double bound, uint64_t seed, co
   return t.to(options);
 }
 
-// One factor (A or B): a module holding "weight", so names come out as PEFT's.
+// One factor (A or B): a module holding "weight", so names come out as PEFT's, with its
+// tensor-parallel split.
 class Factor final : public plait::Layer {
  public:
-  explicit Factor(at::Tensor weight) { weight_ = register_parameter("weight", std::move(weight)); }
+  Factor(at::Tensor weight, plait::TensorSplit split) : split_(split) {
+    weight_ = register_parameter("weight", std::move(weight));
+  }
   at::Tensor forward(const at::Tensor& x) override { return at::linear(x, weight_); }
+  plait::TensorSplit split_of(const std::string&) const override { return split_; }
 
  private:
   at::Tensor weight_;
+  plait::TensorSplit split_;
 };
+
+// This rank's part of A [r, in] and B [out, r] beside a linear split over tensor-parallel
+// ranks: beside a column split (outputs kept out / n) B keeps its rows alike (each fused
+// part's) and A is whole with a partial gradient; beside a row split (inputs kept in / n)
+// A keeps its columns and B is whole with a partial gradient. Whole beside no split.
+struct Placement {
+  plait::TensorSplit a, b;
+  int64_t b_rows = 0;
+};
+
+Placement place(const plait::AdapterSite& site) {
+  const bool split = site.shards > 1;
+  if (site.split == plait::Split::column && split) {
+    return {{-1, 1, true}, {0, site.spec.fused_parts}, site.spec.out_features / site.shards};
+  }
+  if (site.split == plait::Split::row && split) return {{1, 1}, {-1, 1, true}, site.spec.out_features};
+  return {{}, {}, site.spec.out_features};
+}
 
 class LoraLayer final : public plait::Layer {
  public:
   LoraLayer(const plait::AdapterSite& site, int64_t rank, double alpha, double dropout)
       : scale_(alpha / static_cast<double>(rank)), dropout_p_(dropout), dropout_(site.dropout) {
     const plait::LinearSpec& s = site.spec;
-    a_ = register_module("lora_A", std::make_shared<Factor>(seeded_uniform(
-                                       {rank, s.in_features}, 1.0 / std::sqrt(static_cast<double>(s.in_features)),
-                                       site.init.seed, s.name + ".lora_A.weight", site.init.options)));
-    b_ = register_module("lora_B", std::make_shared<Factor>(plait::filled({s.out_features, rank}, 0.0, site.init.options)));
+    const Placement placed = place(site);
+    // Drawn whole from its name, like every plait parameter, then this rank's columns.
+    at::Tensor a = seeded_uniform({rank, s.in_features}, 1.0 / std::sqrt(static_cast<double>(s.in_features)),
+                                  site.init.seed, s.name + ".lora_A.weight", site.init.options);
+    if (placed.a.dim == 1) {
+      const int64_t n = s.in_features / site.shards;
+      a = a.narrow(1, site.shard * n, n).contiguous();
+    }
+    a_ = register_module("lora_A", std::make_shared<Factor>(a, placed.a));
+    b_ = register_module("lora_B", std::make_shared<Factor>(plait::filled({placed.b_rows, rank}, 0.0, site.init.options), placed.b));
   }
   at::Tensor forward(const at::Tensor& x) override {
     return b_->forward(a_->forward(dropout_(x, dropout_p_))) * scale_;
@@ -156,5 +185,5 @@ class Lora final : public plait::Adapter {
 
 }  // namespace
 
-PLAIT_PLUGIN(Lora, "lora", "0.1.0", "", plait_schema_toml,
+PLAIT_PLUGIN(Lora, "lora", "0.1.0", "tensor", plait_schema_toml,
              "LoRA adapters (Hu et al. 2021) beside the frozen model's linears, exported as Hugging Face PEFT adapters")

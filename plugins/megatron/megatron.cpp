@@ -7,15 +7,21 @@
 // the split layers (norms, residuals) hold 1/t of the positions each.
 #include "plait/sdk/sdk.hpp"
 #include "plait_schema.hpp"
+#include "tp_adapters.hpp"
 #include "tp_layers.hpp"
 
 namespace {
 
 using plait::megatron::TpPlace;
 
-class MegatronFactory final : public plait::LayerFactory {
+class MegatronFactory final : public plait::LayerFactory, public plait::AdapterHost {
  public:
   explicit MegatronFactory(TpPlace tp) : tp_(tp) {}
+  void* find_extension(std::string_view id) override { return plait::offer<plait::AdapterHost>(this, id); }
+  std::shared_ptr<plait::Layer> adapted_linears(const std::vector<plait::LinearSpec>& parts, const plait::InitSpec& init,
+                                                const plait::AdapterMaker& adapter) override {
+    return plait::megatron::adapted_linears(parts, init, adapter, tp_);
+  }
   std::shared_ptr<plait::Layer> linear(const plait::LinearSpec& spec, const plait::InitSpec& init) override {
     switch (spec.split) {
       case plait::Split::column: return plait::megatron::column_linear(spec, init, tp_);
@@ -91,5 +97,5 @@ class Megatron final : public plait::TensorParallel {
 
 }  // namespace
 
-PLAIT_PLUGIN(Megatron, "megatron", "0.1.0", "", plait_schema_toml,
+PLAIT_PLUGIN(Megatron, "megatron", "0.1.0", "adapters", plait_schema_toml,
              "Megatron tensor parallel: column/row-parallel attention and MLP linears (heads split)")

@@ -106,6 +106,19 @@ struct ReduceScatterToSequence : public torch::autograd::Function<ReduceScatterT
   }
 };
 
+// The whole sequence for a column product that keeps it (an adapted linear, whose
+// adapter reads the same input): all-gathered forward; each rank's gradient of it is a
+// partial sum (its columns' share), reduce-scattered back to the positions.
+struct GatherForColumn : public torch::autograd::Function<GatherForColumn> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, Communicator* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<int64_t>(tp);
+    return all_gather_along(tp, x, 1, "sequence-gather");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {reduce_scatter_sequence(group_of(ctx), grads[0], "sequence-gather-grad"), at::Tensor()};
+  }
+};
+
 // A column-parallel linear on this rank's positions (Megatron's linear with sequence
 // parallel): the whole sequence is gathered for the product but not kept; backward
 // gathers it again for the weight's gradient and reduce-scatters the input's gradient.
@@ -278,11 +291,7 @@ class RowLinear final : public Layer {
     if (spec.bias) bias_ = register_parameter("bias", filled({spec.out_features}, 0.0, init.options));
   }
   at::Tensor forward(const at::Tensor& x) override {
-    at::Tensor y = at::linear(x, weight_);
-    if (tp_.group) {
-      y = tp_.sequence_parallel ? ReduceScatterToSequence::apply(y, tp_.group)
-                                : ReduceFromTp::apply(y, tp_.group, "row-output");
-    }
+    const at::Tensor y = row_output(at::linear(x, weight_), tp_);
     return bias_.defined() ? y + bias_ : y;  // the bias is added once, after the sum
   }
   TensorSplit split_of(const std::string& name) const override {
@@ -454,6 +463,16 @@ class SequenceEntry final : public Layer {
 };
 
 }  // namespace
+
+at::Tensor column_input(const at::Tensor& x, const TpPlace& tp) {
+  if (!tp.group) return x;
+  return tp.sequence_parallel ? GatherForColumn::apply(x, tp.group) : CopyToTp::apply(x, tp.group, "column-input-grad");
+}
+at::Tensor row_output(const at::Tensor& partial, const TpPlace& tp) {
+  if (!tp.group) return partial;
+  return tp.sequence_parallel ? ReduceScatterToSequence::apply(partial, tp.group)
+                              : ReduceFromTp::apply(partial, tp.group, "row-output");
+}
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp) {
   return std::make_shared<ColumnLinear>(spec, init, tp);

@@ -26,6 +26,11 @@ struct TpPlace {
 };
 
 std::shared_ptr<Layer> column_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);
+// A column product's input made whole and kept (its gradient summed over the ranks, or
+// under sequence parallel the positions gathered and the gradient reduce-scattered back),
+// and a row product's partial sums summed (or reduce-scattered over the positions).
+at::Tensor column_input(const at::Tensor& x, const TpPlace& tp);
+at::Tensor row_output(const at::Tensor& partial, const TpPlace& tp);
 // Column-parallel linears reading one input (fused): the input made whole once.
 std::shared_ptr<Layer> column_group(const std::vector<LinearSpec>& specs, const InitSpec& init, const TpPlace& tp);
 std::shared_ptr<Layer> row_linear(const LinearSpec& spec, const InitSpec& init, const TpPlace& tp);

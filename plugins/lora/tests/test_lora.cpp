@@ -1,11 +1,13 @@
-// lora: LoRA adapters under every data plugin and pipeline schedule train what the single
-// process trains (float64, 1e-10, with the adapters' dropout); the frozen base leaves
+// lora: LoRA adapters under every data plugin, pipeline schedule and megatron tensor
+// parallel (with sequence parallel) train what the single process trains (float64,
+// 1e-10, with the adapters' dropout); the frozen base leaves
 // training bit for bit as it started; model state per rank is the adapters' formula plus
 // the frozen base; checkpoints resume; the export and combination refusals. The hand-back
 // to PEFT and transformers is tests/python/lora_peft.py.
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "support/checkpoint_params.hpp"
 #include "model/dense_layers.hpp"
@@ -24,9 +26,13 @@ namespace {
 const std::vector<std::string> kLora = {"parallel.adapter=lora", "lora.rank=4", "lora.alpha=8",
                                         R"(lora.targets=["c_attn", "c_proj", "c_fc"])"};
 
+// llama: all seven linears of its 2 blocks (q|k|v and gate|up fused under megatron), 28 adapter tensors.
+const std::string kLlamaTargets =
+    R"(lora.targets=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])";
+
 void expect_lora_check(int dp, int accum, std::vector<std::string> sets, int adapter_tensors = 16) {
   TempDir dir;
-  sets.insert(sets.end(), kLora.begin(), kLora.end());
+  sets.insert(sets.begin(), kLora.begin(), kLora.end());
   sets.push_back("lora.dropout=0.1");
   const ProcessResult r = quickstart_check(dir, dp, "float64", accum, sets);
   INFO(r.output);
@@ -59,8 +65,42 @@ TEST_CASE("lora: 1f1b and interleaved 1f1b over 2 stages, and dp 2 x pp 2, train
   expect_lora_check(2, 2, {"parallel.data=zero", "zero.stage=1", "parallel.pipeline=1f1b", "parallel.pp=2"});
 }
 
-TEST_CASE("lora: the base stays as it started, model state is the adapters' formula plus the frozen base, and a "
-          "checkpoint resumes on another mesh",
+TEST_CASE("lora beside megatron: tp 2 (gpt2, its fused q|k|v one adapter), tp 2 with sequence parallel (llama, "
+          "q|k|v and gate|up fused) and dp 2 x pp 2 x tp 2 train the single process's adapters",
+          "[lora]") {
+  const std::vector<std::string> tp2 = {"parallel.data=single", "parallel.tensor=megatron", "parallel.tp=2"};
+  expect_lora_check(1, 2, tp2);
+  std::vector<std::string> llama = tp2;
+  llama.insert(llama.end(), {"megatron.sequence_parallel=true", "model.family=llama", kLlamaTargets});
+  expect_lora_check(1, 2, llama, 28);
+  expect_lora_check(2, 2, {"parallel.data=zero", "zero.stage=1", "parallel.pipeline=1f1b", "parallel.pp=2",
+                           "parallel.tensor=megatron", "parallel.tp=2", "megatron.sequence_parallel=true"});
+}
+
+// The adapters ride in megatron's products: its traffic per step does not grow (it falls,
+// since nothing before the first adapted linear needs an input gradient); what grows is
+// the data plugin's sum of the replicated factors' partial gradients over tp.
+TEST_CASE("lora beside megatron adds no megatron traffic", "[lora]") {
+  double megatron[2] = {0, 0}, partial[2] = {0, 0};
+  for (int with = 0; with < 2; ++with) {
+    TempDir dir;
+    std::vector<std::string> sets = {"parallel.data=single", "parallel.dp=1", "parallel.tensor=megatron", "parallel.tp=2"};
+    if (with) sets.insert(sets.end(), kLora.begin(), kLora.end());
+    const ProcessResult r = run_quickstart(dir / "run", 2, sets);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const auto records = read_metrics(dir / "run");
+    const nlohmann::json& by = records.back().at("comm_bytes_by");
+    megatron[with] = by.at("megatron").get<double>();
+    partial[with] = by.at("single").get<double>();
+  }
+  CHECK(megatron[1] > 0);
+  CHECK(megatron[1] <= megatron[0]);
+  CHECK(partial[1] > partial[0]);
+}
+
+TEST_CASE("lora: the base stays as it started, model state is the adapters' formula plus the frozen base (as plait "
+          "plan predicts it), and a checkpoint resumes on another mesh",
           "[lora]") {
   TempDir dir;
   ProcessResult r = run_quickstart(dir / "run", 4,
@@ -89,6 +129,16 @@ TEST_CASE("lora: the base stays as it started, model state is the adapters' form
   CHECK(last.at("grad_bytes").get<double>() == Approx(4.0 * adapters / 2).epsilon(0.01));
   CHECK(last.at("optimizer_bytes").get<double>() == Approx(8.0 * adapters / 2).epsilon(0.01));
   CHECK(last.at("frozen_param_bytes").get<double>() == Approx(4.0 * base).epsilon(0.01));
+  // plait plan --explain predicts the same state, adapters and frozen base apart.
+  std::vector<std::string> plan = {"plan", "--explain", source_path("configs/quickstart.toml"), "--gpus", "2", "--json"};
+  for (const auto& s : with_lora({"parallel.data=zero", "zero.stage=3", "parallel.dp=2"})) plan.insert(plan.end(), {"--set", s});
+  const ProcessResult planned = run_plait(plan);
+  REQUIRE(planned.exit_code == 0);
+  const auto predicted = nlohmann::json::parse(planned.output.substr(planned.output.find('{'))).at("ranks").at(0);
+  for (const char* key : {"param_bytes", "grad_bytes", "optimizer_bytes", "frozen_param_bytes"}) {
+    INFO(key);
+    CHECK(predicted.at(key).get<double>() == Approx(last.at(key).get<double>()).epsilon(0.01));
+  }
   // Resume from step 2 on one ddp rank: the same steps 3 and 4.
   r = run_quickstart(dir / "again", 4,
                      with_lora({"parallel.data=ddp", "parallel.dp=1", "train.grad_accum=2",
@@ -108,7 +158,8 @@ TEST_CASE("lora: the base stays as it started, model state is the adapters' form
   CHECK(!std::filesystem::exists(dir / "hf"));
 }
 
-TEST_CASE("lora is refused before launch: targets that match no linear, tensor parallel, exports without adapters",
+TEST_CASE("lora is refused before launch: targets that match no linear, a target megatron cannot place, exports "
+          "without adapters",
           "[lora]") {
   TempDir dir;
   auto refused = [&](const std::vector<std::string>& args) {
@@ -126,8 +177,11 @@ TEST_CASE("lora is refused before launch: targets that match no linear, tensor p
   CHECK_THAT(refused(run_args({"parallel.adapter=lora", R"(lora.targets=["c_attn", "q_proj"])"})),
              Contains("--set lora.targets=") && Contains("[lora] target \"q_proj\" matches no linear of the model") &&
                  Contains("the model's linears: c_attn, c_fc, c_proj"));
-  CHECK_THAT(refused(run_args({"parallel.adapter=lora", "parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1"})),
-             Contains("adapter plugin 'lora' cannot be combined with tensor plugin 'megatron'"));
+  CHECK_THAT(refused(run_args({"parallel.adapter=lora", "parallel.tensor=megatron", "parallel.tp=2", "parallel.dp=1",
+                                "model.family=llama", R"(lora.targets=["q_proj", "lm_head"])"})),
+             Contains("--set parallel.tp=2") &&
+                 Contains("megatron: an adapter targets lm_head, which megatron does not split by columns or rows") &&
+                 Contains("leave lm_head out of the adapter's targets"));
   CHECK_THAT(refused(run_args({"parallel.adapter=nope"})), Contains("unknown adapter plugin 'nope'"));
   REQUIRE(run_quickstart(dir / "base", 1, {"parallel.data=single", "parallel.dp=1"}).exit_code == 0);
   CHECK_THAT(refused({"export", (dir / "base").string(), "--peft", (dir / "peft").string()}),

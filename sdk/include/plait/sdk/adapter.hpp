@@ -31,6 +31,40 @@ struct PLAIT_ABI_GROWS AdapterSite {
   // site, the global sample, position and feature ([model] dropout's masks), so every
   // strategy drops what the single process drops. x itself when p = 0.
   std::function<at::Tensor(const at::Tensor& x, double p)> dropout;
+  // (API 12.8) This rank's part of the linear under tensor parallel (AdapterHost): part
+  // `shard` of `shards` of a `split` (none, and 1 part, without tensor parallel). Beside a
+  // column split the linear keeps out / shards of its outputs (each of spec.fused_parts
+  // alike) and reads whole inputs; beside a row split it keeps in / shards of its inputs
+  // and its output is a partial sum that the linear's reduction adds up. The adapter's
+  // forward reads this rank's input of the product and returns its part of the product's
+  // output (a partial sum beside a row split, added before the reduction), and its
+  // parameters say their split (Layer::split_of): partial_grad for one held whole that
+  // meets only this rank's part (LoRA's A beside a column split, its B beside a row split).
+  // An adapter plugin places itself so when it claims the capability `tensor`.
+  Split split = Split::none;
+  int64_t shard = 0;
+  int64_t shards = 1;
+};
+
+// (API 12.8) The adapter of part `part` of a group of linears, as this rank holds it
+// (AdapterSite's split, shard, shards); null when that part is not adapted.
+using AdapterMaker = std::function<std::shared_ptr<Layer>(std::size_t part, Split split, int64_t shard, int64_t shards)>;
+
+// (API 12.8) An extension of a tensor plugin's layer factory (LayerFactory::find_extension,
+// answered by plait::offer): linears with adapters placed inside its split products. A
+// tensor plugin that offers it claims the capability `adapters`; the core refuses an
+// adapter beside a tensor plugin without it.
+class PLAIT_SDK_VISIBLE AdapterHost {
+ public:
+  static constexpr const char* kExtension = "plait.AdapterHost/1";
+  virtual ~AdapterHost() = default;
+  // `parts` as linear() (one part) or fused_linear() (several, read from one input) would
+  // make them, with `adapter(i, ...)`'s layer beside part i: it reads the product's input
+  // on this rank and its output is added to part i's before any reduction, so the adapter
+  // adds no communication to the forward. Its parameters are registered on part i's
+  // module, under their own names.
+  virtual std::shared_ptr<Layer> adapted_linears(const std::vector<LinearSpec>& parts, const InitSpec& init,
+                                                 const AdapterMaker& adapter) = 0;
 };
 
 class PLAIT_SDK_VISIBLE Adapter : public Plugin {

@@ -27,4 +27,11 @@ inline constexpr const char* approximate = "approximate";
 // under a data plugin without this word.
 inline constexpr const char* frozen = "frozen";
 
+// tensor plugins
+// (API 12.8) its layer factory offers the AdapterHost extension (adapter.hpp): adapters
+// placed inside its split products. The core refuses an adapter beside a tensor plugin
+// without it. (An adapter plugin says `tensor` when it places itself by AdapterSite's
+// split: the core refuses one without it beside a tensor plugin.)
+inline constexpr const char* adapters = "adapters";
+
 }  // namespace plait::capability
