@@ -67,8 +67,6 @@ void write_folder(const std::string& folder, const std::string& flag, Write writ
   fs::rename(staging, folder);
 }
 
-std::string dtype_name(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 ? "bfloat16" : "float32"; }
-
 void report(const fs::path& folder, const checkpoint::CheckpointReader& reader, const ModelSpec& spec,
             const NamedTensorList& tensors, const std::string& what, const std::string& dtype, const std::string& to) {
   int64_t bytes = 0;

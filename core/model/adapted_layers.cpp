@@ -70,9 +70,10 @@ std::shared_ptr<Layer> AdaptedFactory::make_adapter(const LinearSpec& spec, cons
 }
 
 std::shared_ptr<Layer> AdaptedFactory::adapted(const std::vector<LinearSpec>& parts, const InitSpec& init) {
-  linears_.insert(linears_.end(), parts.begin(), parts.end());
   bool any = false;
   for (const auto& spec : parts) any = any || adapter_.adapts(spec);
+  const bool recorded_here = !any || host_ != nullptr || parts.size() == 1;  // else each part comes back through linear()
+  if (recorded_here) linears_.insert(linears_.end(), parts.begin(), parts.end());
   if (!any) return frozen(parts.size() == 1 ? inner_->linear(parts[0], init) : inner_->fused_linear(parts, init));
   if (host_ != nullptr) {
     return frozen(host_->adapted_linears(parts, init, [&](std::size_t i, Split split, int64_t shard, int64_t shards) {

@@ -22,7 +22,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 bool vocab_parallel(const StageModel& whole) {
   for (const UnitSlot& slot : whole.units) {
     if (slot.kind != UnitKind::embedding) continue;
-    for (const ParamRef& p : StageModel{{slot}}.parameters()) {
+    for (const ParamRef& p : StageModel{{slot}}.all_parameters()) {  // frozen too (an adapter's base)
       if (p.split.dim >= 0) return true;
     }
   }

@@ -173,9 +173,12 @@ class Lora final : public plait::Adapter {
 
  private:
   double scale() const { return alpha_ / static_cast<double>(rank_); }
+  // Without targets, PEFT's defaults of every family: their module names do not meet.
   std::vector<std::string> targets_or_defaults() const {
     if (!targets_.empty()) return targets_;
-    return {"c_attn", "q_proj", "v_proj"};  // PEFT's defaults of both families (default_targets)
+    std::vector<std::string> all = default_targets("gpt2");
+    for (const auto& t : default_targets("llama")) all.push_back(t);
+    return all;
   }
 
   int64_t rank_ = 8;
