@@ -39,7 +39,7 @@ class AdaptedLinear final : public WrappingLayer {
 }  // namespace
 
 AdaptedFactory::AdaptedFactory(std::shared_ptr<LayerFactory> inner, Adapter& adapter)
-    : inner_(std::move(inner)), adapter_(adapter), host_(extension<AdapterHost>(*inner_)) {}
+    : ForwardingFactory(std::move(inner)), adapter_(adapter), host_(extension<AdapterHost>(*inner_)) {}
 
 std::shared_ptr<Layer> AdaptedFactory::frozen(std::shared_ptr<Layer> layer) {
   for (auto& p : layer->parameters()) {
@@ -97,9 +97,6 @@ std::shared_ptr<Layer> AdaptedFactory::fused_linear(const std::vector<LinearSpec
 
 std::shared_ptr<Layer> AdaptedFactory::embedding(const EmbeddingSpec& spec, const InitSpec& init) {
   return frozen(inner_->embedding(spec, init));
-}
-std::shared_ptr<Layer> AdaptedFactory::tied_linear(const std::shared_ptr<Layer>& embedding) {
-  return inner_->tied_linear(embedding);
 }
 std::shared_ptr<Layer> AdaptedFactory::norm(const NormSpec& spec, const InitSpec& init) {
   return frozen(inner_->norm(spec, init));

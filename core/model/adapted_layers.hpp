@@ -9,28 +9,18 @@
 #include <vector>
 
 #include "plait/sdk/adapter.hpp"
-#include "plait/sdk/layers.hpp"
+#include "model/forwarding_factory.hpp"
 
 namespace plait {
 
-class AdaptedFactory final : public LayerFactory {
+class AdaptedFactory final : public ForwardingFactory {
  public:
   AdaptedFactory(std::shared_ptr<LayerFactory> inner, Adapter& adapter);
 
   std::shared_ptr<Layer> linear(const LinearSpec& spec, const InitSpec& init) override;
   std::shared_ptr<Layer> fused_linear(const std::vector<LinearSpec>& parts, const InitSpec& init) override;
   std::shared_ptr<Layer> embedding(const EmbeddingSpec& spec, const InitSpec& init) override;
-  std::shared_ptr<Layer> tied_linear(const std::shared_ptr<Layer>& embedding) override;
   std::shared_ptr<Layer> norm(const NormSpec& spec, const InitSpec& init) override;
-  int64_t shard_count() const override { return inner_->shard_count(); }
-  std::shared_ptr<Layer> blocks_entry() override { return inner_->blocks_entry(); }
-  int64_t sequence_shards() const override { return inner_->sequence_shards(); }
-  int64_t sequence_shard() const override { return inner_->sequence_shard(); }
-  at::Tensor token_loss_sum(const at::Tensor& logits, const at::Tensor& targets) override {
-    return inner_->token_loss_sum(logits, targets);
-  }
-  at::Tensor whole_logits(const at::Tensor& logits) override { return inner_->whole_logits(logits); }
-  void* find_extension(std::string_view id) override { return inner_->find_extension(id); }
 
   // Every linear built so far (for Adapter::check_targets) and the full names of those adapted.
   const std::vector<LinearSpec>& linears() const { return linears_; }
@@ -43,7 +33,6 @@ class AdaptedFactory final : public LayerFactory {
   std::shared_ptr<Layer> make_adapter(const LinearSpec& spec, const InitSpec& init, Split split, int64_t shard,
                                       int64_t shards);
 
-  std::shared_ptr<LayerFactory> inner_;
   Adapter& adapter_;
   AdapterHost* host_;  // the tensor plugin's factory's, which places adapters in its split products
   std::vector<LinearSpec> linears_;

@@ -104,8 +104,10 @@ RankMemory rank_memory(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_nod
   m.pp_rank = pp_rank;
   m.state = asked.cost->state;
   m.transient = asked.cost->transient_bytes;
-  m.frozen = asked.rank.frozen_elements *
-             static_cast<int64_t>(c10::elementSize(precision_from(in.config->train().dtype).param_dtype));
+  const RankParameters& r = asked.rank;
+  m.frozen = (r.frozen_elements - r.frozen_bf16_elements) *
+                 static_cast<int64_t>(c10::elementSize(precision_from(in.config->train().dtype).param_dtype)) +
+             r.frozen_bf16_elements * 2;
   m.activations = peak_held_bytes(in.pipeline->schedule.ranks.at(static_cast<std::size_t>(pp_rank)), stage_bytes);
   return m;
 }

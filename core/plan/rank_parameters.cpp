@@ -17,7 +17,9 @@ RankParameters rank_parameters(const StageModel& whole, const StagePartition& pa
   std::map<const void*, std::size_t> index_of;
   std::set<std::string> names;
   for (const ParamRef& p : stages.model.all_parameters()) {
-    if (!p.tensor.requires_grad()) out.frozen_elements += p.tensor.numel();
+    if (p.tensor.requires_grad()) continue;
+    out.frozen_elements += p.tensor.numel();
+    if (p.tensor.scalar_type() == at::kBFloat16) out.frozen_bf16_elements += p.tensor.numel();
   }
   for (const ParamRef& p : stages.model.parameters()) {
     index_of[p.tensor.unsafeGetTensorImpl()] = out.params.size();

@@ -17,6 +17,7 @@ struct RankParameters {
   // Frozen parameters ([train] freeze, an adapter's base): the core holds them whole on
   // every data-parallel rank, outside the data plugin's state.
   int64_t frozen_elements = 0;
+  int64_t frozen_bf16_elements = 0;  // of them stored in bf16 ([train] frozen_dtype)
   int64_t elements() const;
 };
 

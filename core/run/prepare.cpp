@@ -83,6 +83,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_settings_take_effect(config, run.mesh);
   run.pipeline = plan_pipeline(config, *run.registry, run.mesh, meta_model(run));
   frozen_names(run.pipeline.shapes, config.table("train"));  // its patterns refused here, before launch
+  check_frozen_dtype(config.table("train"), config.parallel().adapter);
   check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);

@@ -5,6 +5,7 @@
 #include "model/adapted_layers.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "model/recorded_linears.hpp"
 #include "train/frozen_parameters.hpp"
 #include "plait/sdk/adapter.hpp"
 #include "plait/sdk/tensor_parallel.hpp"
@@ -67,6 +68,7 @@ StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry&
   // With an adapter, through the tensor plugin's AdapterHost as a rank builds it: its
   // refusals (a target it cannot place) come here, before launch.
   PluginInstance<Adapter> adapter;
+  std::set<const void*> linears;
   if (adapter_name != "none") adapter = make_plugin<Adapter>(registry, config.table(adapter_name), adapter_name, {});
   StageModel whole = at_place(parallel.where(tensor_parallel ? "tp" : "adapter"), [&] {
     std::shared_ptr<LayerFactory> factory = make_dense_layer_factory();
@@ -78,11 +80,16 @@ StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry&
       if (sequence_shards != nullptr) *sequence_shards = factory->sequence_shards();
     }
     if (adapter) factory = std::make_shared<AdaptedFactory>(factory, *adapter.plugin);
+    RecordedLinears built(factory);
     return call_detached_plugin(adapter ? adapter_name : name, "layers", [&] {
-      return build_model(model, *factory, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+      StageModel model_on_meta = build_model(model, built, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
+      linears = built.weights();
+      return model_on_meta;
     });
   });
-  freeze_parameters(whole, config.table("train"));  // as a rank marks them: the planner counts them apart
+  // As a rank marks and stores them: the planner counts them apart, at their own size.
+  freeze_parameters(whole, config.table("train"));
+  store_frozen_linears(whole, linears, config.table("train"));
   return whole;
 }
 

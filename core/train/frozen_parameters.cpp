@@ -39,6 +39,28 @@ void freeze_parameters(const StageModel& whole, const Options& train) {
   }
 }
 
+void store_frozen_linears(const StageModel& whole, const std::set<const void*>& linear_weights, const Options& train) {
+  if (train.get<std::string>("frozen_dtype") != "bfloat16") return;
+  at::NoGradGuard no_grad;
+  for (const ParamRef& p : whole.all_parameters()) {
+    if (p.tensor.requires_grad() || linear_weights.count(p.tensor.unsafeGetTensorImpl()) == 0) continue;
+    p.tensor.set_data(p.tensor.detach().to(at::kBFloat16));
+  }
+}
+
+void check_frozen_dtype(const Options& train, const std::string& adapter) {
+  const std::string dtype = train.get<std::string>("frozen_dtype");
+  if (dtype == "same") return;
+  PLAIT_CHECK(train.get<std::string>("dtype") == "bfloat16",
+              concat(train.where("frozen_dtype"), ": [train] frozen_dtype = \"", dtype, "\" needs bf16 compute, but "
+                     "train.dtype = \"", train.get<std::string>("dtype"), "\" would read the weights in that type"),
+              "set [train] dtype = \"bfloat16\" (fp32 master weights for what trains), or remove frozen_dtype");
+  PLAIT_CHECK(adapter != "none" || !train.get<std::vector<std::string>>("freeze").empty(),
+              concat(train.where("frozen_dtype"), ": [train] frozen_dtype = \"", dtype,
+                     "\", but nothing is frozen: no [parallel] adapter and no [train] freeze"),
+              "set an adapter or freeze patterns, or remove frozen_dtype");
+}
+
 std::vector<StatePart> frozen_state_parts(const StageModel& rank_model, int dp, int dp_rank) {
   std::vector<StatePart> parts;
   for (const ParamRef& p : rank_model.all_parameters()) {

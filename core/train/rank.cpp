@@ -7,6 +7,7 @@
 #include "model/adapted_layers.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "model/recorded_linears.hpp"
 #include "pipeline/pipeline_plan.hpp"
 #include "train/activation_checkpoint.hpp"
 #include "train/frozen_parameters.hpp"
@@ -60,13 +61,15 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   const auto seed = static_cast<uint64_t>(plan.config->train().seed);
   const InitSpec init{seed, at::TensorOptions().dtype(rank.precision.param_dtype).device(rank.device)};
   const std::vector<bool> materialised = units_to_materialise(pipeline.shapes, pipeline.partition, pp, pp_rank);
-  const StageModel whole =
-      build_model(plan.model, *rank.factory, init, [&](std::size_t unit) { return materialised[unit]; });
-  freeze_parameters(whole, plan.config->table("train"));
+  RecordedLinears linears(rank.factory);
+  const StageModel whole = build_model(plan.model, linears, init, [&](std::size_t unit) { return materialised[unit]; });
+  const Options& train = plan.config->table("train");
+  freeze_parameters(whole, train);
   for (const auto& p : whole.all_parameters()) rank.splits[p.name] = p.split;
   if (auto from = plan.config->table("model").find<std::string>("init_from"); from && !plan.on_meta) {
     load_initial_weights(*from, plan.model, whole, plan.world->mesh(), plan.config->parallel().adapter != "none");
   }
+  store_frozen_linears(whole, linears.weights(), train);
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);
   const Mesh& m = plan.world->mesh();
   rank.layouts = checkpoint::layouts_of(rank.stages.model, m.shape().tp, m.coords().tp);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include "support/checkpoint_params.hpp"
 #include "model/dense_layers.hpp"
@@ -94,8 +95,62 @@ TEST_CASE("frozen parameters leave training as they started, are checkpointed, a
   }
 }
 
+// [train] frozen_dtype = "bfloat16" under bf16 compute: autocast reads a linear's fp32
+// weight as its bf16 rounding at every use, so storing that rounding once computes the
+// same run bit for bit (zero 3 over 2 ranks here; by hand, LoRA under dp 2 x pp 2 x tp 2
+// with sequence parallel too) in half the weights' bytes, as plait plan predicts them.
+TEST_CASE("frozen linears stored in bf16 train exactly what fp32 ones do, in half their bytes, checkpointed in bf16 "
+          "and resumed",
+          "[frozen]") {
+  TempDir dir;
+  const std::vector<std::string> sets{"parallel.data=zero", "zero.stage=3", "parallel.dp=2", "train.dtype=bfloat16",
+                                      R"(train.freeze=["transformer.h.*"])", "checkpoint.every=2"};
+  std::vector<std::string> bf16 = sets;
+  bf16.push_back("train.frozen_dtype=bfloat16");
+  for (const auto& [name, s] : {std::pair{"fp32", sets}, std::pair{"bf16", bf16}}) {
+    const ProcessResult r = run_quickstart(dir / name, 4, s);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  const auto fp32 = read_metrics(dir / "fp32"), stored = read_metrics(dir / "bf16");
+  REQUIRE((fp32.size() == 4 && stored.size() == 4));
+  for (std::size_t k = 0; k < 4; ++k) {
+    INFO("step " << k + 1);
+    CHECK(stored[k].at("loss").get<double>() == fp32[k].at("loss").get<double>());
+    CHECK(stored[k].at("grad_norm").get<double>() == fp32[k].at("grad_norm").get<double>());
+  }
+  // The blocks' four weight matrices each lose 2 bytes an element; biases and norms stay fp32.
+  const PreparedRun prep = prepare_run(source_path("configs/quickstart.toml"), {});
+  const int64_t C = prep.model.n_embd, F = prep.model.ffn_hidden;
+  const int64_t weights = prep.model.n_layer * (C * 3 * C + C * C + C * F + F * C);
+  const double frozen = stored.back().at("frozen_param_bytes").get<double>();
+  CHECK(frozen == fp32.back().at("frozen_param_bytes").get<double>() - 2.0 * static_cast<double>(weights));
+  checkpoint::CheckpointReader reader(dir / "bf16/checkpoints/step-4");
+  CHECK(reader.index().tensors.at("param/transformer.h.1.mlp.c_fc.weight").dtype == "BF16");
+  CHECK(reader.index().tensors.at("param/transformer.h.1.mlp.c_fc.bias").dtype == "F32");
+  checkpoint::CheckpointReader initial(dir / "fp32/checkpoints/step-4");
+  CHECK(at::equal(stored_param(reader, "transformer.h.0.attn.c_attn.weight"),
+                  stored_param(initial, "transformer.h.0.attn.c_attn.weight").to(at::kBFloat16)));
+  // plait plan --explain predicts the halved weights.
+  std::vector<std::string> plan = {"plan", "--explain", source_path("configs/quickstart.toml"), "--gpus", "2", "--json"};
+  for (const auto& s : bf16) plan.insert(plan.end(), {"--set", s});
+  const ProcessResult planned = run_plait(plan);
+  REQUIRE(planned.exit_code == 0);
+  const auto predicted = nlohmann::json::parse(planned.output.substr(planned.output.find('{'))).at("ranks").at(0);
+  CHECK(predicted.at("frozen_param_bytes").get<double>() == frozen);
+  // Resumed from step 2, the bf16 weights read back: the same steps 3 and 4, bit for bit.
+  std::vector<std::string> resume = bf16;
+  resume.push_back("checkpoint.resume_from=" + (dir / "bf16/checkpoints/step-2").string());
+  const ProcessResult r = run_quickstart(dir / "again", 4, resume);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto again = read_metrics(dir / "again");
+  REQUIRE(again.size() == 2);
+  for (int k = 0; k < 2; ++k) CHECK(again[k].at("loss").get<double>() == stored[k + 2].at("loss").get<double>());
+}
+
 // A data plugin without the capability `frozen` is refused too: test_sdk_compat.cpp.
-TEST_CASE("freezing is refused before launch: a pattern that matches nothing, or everything", "[frozen]") {
+TEST_CASE("freezing is refused before launch: a pattern that matches nothing, or everything; bf16 storage without bf16 compute or anything frozen", "[frozen]") {
   TempDir dir;
   auto refused = [&](const std::vector<std::string>& sets) {
     const ProcessResult r = run_quickstart(dir / "run", 1, sets);
@@ -107,4 +162,9 @@ TEST_CASE("freezing is refused before launch: a pattern that matches nothing, or
              Contains("--set train.freeze=") && Contains("[train] freeze pattern \"transformer.h.7.*\" matches no parameter") &&
                  Contains("such as \"transformer.wte.weight\""));
   CHECK_THAT(refused({R"(train.freeze=["*"])"}), Contains("[train] freeze freezes all 28 parameters: nothing would train"));
+  CHECK_THAT(refused({"train.frozen_dtype=bfloat16", "parallel.adapter=lora"}),
+             Contains("--set train.frozen_dtype=bfloat16: [train] frozen_dtype = \"bfloat16\" needs bf16 compute") &&
+                 Contains("set [train] dtype = \"bfloat16\""));
+  CHECK_THAT(refused({"train.frozen_dtype=bfloat16", "train.dtype=bfloat16"}),
+             Contains("[train] frozen_dtype = \"bfloat16\", but nothing is frozen"));
 }
