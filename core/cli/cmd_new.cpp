@@ -8,7 +8,7 @@ namespace plait::cli {
 
 int new_plugin(const NewPluginArgs& args) {
   const std::string dir = scaffold::write_plugin_project({args.name, args.kind, args.from.value_or(""), args.dir.value_or("")});
-  std::cout << "wrote " << dir << ": a " << args.kind << " plugin '" << args.name << "'"
+  std::cout << "wrote " << dir << ": " << scaffold::plugin_of_kind(args.kind) << " '" << args.name << "'"
             << (args.from ? " on plait::" + *args.from : "") << "\n"
             << "  " << dir << "/test.sh          builds it and runs plait verify --quick\n"
             << "  plait run " << dir << "/config.toml   trains with it (after the build)\n";

@@ -141,7 +141,7 @@ void add_check_command(CLI::App& app, Commands& c) {
   c.new_plugin_cmd = new_cmd->add_subcommand("plugin", "Write an out-of-tree plugin project: a working strategy, schema, "
                                                        "config, README and a test script that runs plait verify");
   c.new_plugin_cmd->add_option("name", c.new_plugin_args.name, "The plugin's name (lower-case letters, digits, '-')")->required();
-  c.new_plugin_cmd->add_option("--kind", c.new_plugin_args.kind, "data, pipeline, tensor, offload or comm")->required();
+  c.new_plugin_cmd->add_option("--kind", c.new_plugin_args.kind, "data, pipeline, tensor, offload, comm or adapter")->required();
   c.new_plugin_cmd->add_option("--from", c.new_plugin_args.from, "sharding: a data plugin on plait::sharding");
   c.new_plugin_cmd->add_option("--dir", c.new_plugin_args.dir, "The project's folder (default ./NAME); must not exist or be empty");
   c.verify_cmd->add_option("--combos", c.verify_combos, "Also check N random valid combinations of mesh, options and other plugins");

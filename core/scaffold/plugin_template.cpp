@@ -33,6 +33,7 @@ const std::map<std::string, TemplateInfo>& templates() {
         "data = \"@NAME@\"\ndp = 2\n\n[@NAME@]\nstage = 3"}},
       {"pipeline", {"pipeline", "", "", "pipeline = \"@NAME@\"\npp = 2"}},
       {"tensor", {"tensor", "", "", "tensor = \"@NAME@\"\ntp = 2"}},
+      {"adapter", {"adapter", "", "", "data = \"ddp\"\ndp = 2\nadapter = \"@NAME@\""}},
       {"offload", {"offload", "", "", "data = \"zero\"\ndp = 2\noffload = \"@NAME@\"\n\n[zero]\nstage = 2"}},
       {"comm",
        {"comm", " COMPONENTS c10d",
@@ -50,10 +51,10 @@ const TemplateInfo& template_for(const NewPlugin& r) {
   const std::string key = r.from.empty() ? r.kind : concat(r.kind, " --from ", r.from);
   const auto it = templates().find(key);
   if (it != templates().end()) return it->second;
-  PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from ", r.from, " makes a data plugin, not a ", r.kind, " plugin"),
+  PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from ", r.from, " makes a data plugin, not ", plugin_of_kind(r.kind)),
               r.from == "sharding" ? "use --kind data --from sharding" : "--from takes sharding");
   throw Error(concat("plait new plugin: --kind ", r.kind, " has no template"),
-              "--kind takes data, pipeline, tensor, offload or comm (and data --from sharding)");
+              "--kind takes data, pipeline, tensor, offload, comm or adapter (and data --from sharding)");
 }
 
 // The folder of this plait's CMake package: the install's, or the build tree's.
@@ -88,6 +89,11 @@ void copy_substituted(const fs::path& from, const fs::path& to, const std::map<s
 }
 
 }  // namespace
+
+std::string plugin_of_kind(const std::string& kind) {
+  const bool vowel = !kind.empty() && std::string_view("aeiou").find(kind.front()) != std::string_view::npos;
+  return concat(vowel ? "an " : "a ", kind, " plugin");
+}
 
 std::string class_name(const std::string& plugin_name) {
   std::string out;

@@ -20,6 +20,9 @@ struct NewPlugin {
 std::string write_plugin_project(const NewPlugin& request);
 
 // "my-ddp" -> "MyDdp".
+// "a data plugin", "an adapter plugin".
+std::string plugin_of_kind(const std::string& kind);
+
 std::string class_name(const std::string& plugin_name);
 
 }  // namespace plait::scaffold

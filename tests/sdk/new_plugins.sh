@@ -12,15 +12,16 @@ cd "$work"
 "$plait" new plugin my-tp --kind tensor >/dev/null
 "$plait" new plugin my-host --kind offload >/dev/null
 "$plait" new plugin my-gloo --kind comm >/dev/null
+"$plait" new plugin my-adapter --kind adapter >/dev/null
 grep -q "plait_DIR=$work/moved/lib/cmake/plait" my-ddp/CMakeLists.txt || fail "the project does not point at the install's CMake package"
 
-printf '%s\n' my-ddp my-zero my-gpipe my-tp my-host my-gloo \
+printf '%s\n' my-ddp my-zero my-gpipe my-tp my-host my-gloo my-adapter \
   | xargs -P 2 -I{} sh -c './{}/test.sh > {}.log 2>&1 || echo {} >> failed.txt'
 if [ -s failed.txt ]; then
   for p in $(cat failed.txt); do echo "== $p"; tail -40 "$p.log"; done
   fail "these did not build or pass plait verify --quick: $(tr '\n' ' ' < failed.txt)"
 fi
-for p in my-ddp my-zero my-gpipe my-tp my-host my-gloo; do
+for p in my-ddp my-zero my-gpipe my-tp my-host my-gloo my-adapter; do
   grep -q "^PASS: " "$p.log" || fail "$p: plait verify printed no PASS"
   grep -q ": valid (" "$p.log" || fail "$p: its config.toml was not validated"
 done
@@ -34,4 +35,12 @@ PLAIT_PLUGIN_PATH="$work/my-zero/build" "$plait" check "$work/moved/share/plait/
   --set my-zero.stage=3 --set data.micro_batch_size=4 --set train.dtype=float64 >"$work/hybrid-check.log" 2>&1 \
   || { cat "$work/hybrid-check.log"; fail "my-zero on dp 4 (shard 2) is not the single process"; }
 grep -q "replicated 2 ways" "$work/hybrid-check/candidate/rank-0.log" || fail "my-zero did not replicate across 2 shard groups"
-echo "new plugin: data, data --from sharding, pipeline, tensor, offload and comm projects built against the moved install and passed plait verify --quick"
+# The adapter project's export is a PEFT adapter as written: its config and tensors.
+"$plait" run my-adapter/config.toml --steps 2 --out "$work/adapter-run" >"$work/adapter-run.log" 2>&1 \
+  || { cat "$work/adapter-run.log"; fail "my-adapter/config.toml does not train"; }
+"$plait" export "$work/adapter-run" --peft "$work/adapter-peft" >"$work/adapter-peft.log" 2>&1 \
+  || { cat "$work/adapter-peft.log"; fail "my-adapter's run does not export for PEFT"; }
+python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); sys.exit(not (c["peft_type"] == "LORA" and c["r"] == 4 and c["lora_alpha"] == 8 and c["fan_in_fan_out"] and "c_attn" in c["target_modules"]))' \
+  "$work/adapter-peft/adapter_config.json" || fail "my-adapter's adapter_config.json is not the LoRA config PEFT reads"
+grep -q "(gpt2 tiny, step 2): 4 adapter tensors" "$work/adapter-peft.log" || { cat "$work/adapter-peft.log"; fail "my-adapter exported not the 4 adapter tensors of gpt2 tiny's two c_attn"; }
+echo "new plugin: data, data --from sharding, pipeline, tensor, offload, comm and adapter projects built against the moved install and passed plait verify --quick"

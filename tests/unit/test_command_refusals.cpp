@@ -326,7 +326,7 @@ TEST_CASE("refused: plait debug, plait config show and the command line", "[refu
 TEST_CASE("refused: plait new, verify and schedule", "[refusals]") {
   expect_all_refused({
       {.name = "new plugin of a kind without a template", .args = {"new", "plugin", "x", "--kind", "frob", "--dir", "{dir}/x"},
-       .place = "plait new plugin: --kind frob has no template", .says = "--kind takes data, pipeline, tensor, offload or comm",
+       .place = "plait new plugin: --kind frob has no template", .says = "--kind takes data, pipeline, tensor, offload, comm or adapter",
        .never_made = {"{dir}/x"}},
       {.name = "new plugin of a name that is not one", .args = {"new", "plugin", "9bad", "--kind", "data", "--dir", "{dir}/x"},
        .place = "plait new plugin: '9bad' is not a plugin name", .never_made = {"{dir}/x"}},

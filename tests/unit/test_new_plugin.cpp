@@ -43,6 +43,12 @@ TEST_CASE("plait new plugin writes a project of its kind that finds this plait",
   REQUIRE(run_plait({"new", "plugin", "my-tp", "--kind", "tensor", "--dir", (dir / "t").string()}).exit_code == 0);
   CHECK_THAT(read_file(dir / "t/config.toml"), Contains("tensor = \"my-tp\"\ntp = 2"));
   CHECK_THAT(read_file(dir / "t/plugin.cpp"), Contains("class MyTp final : public plait::TensorParallel"));
+  const ProcessResult adapter =
+      run_plait({"new", "plugin", "my-adapter", "--kind", "adapter", "--dir", (dir / "a").string()});
+  REQUIRE(adapter.exit_code == 0);
+  CHECK_THAT(adapter.output, Contains(": an adapter plugin 'my-adapter'"));
+  CHECK_THAT(read_file(dir / "a/config.toml"), Contains("data = \"ddp\"\ndp = 2\nadapter = \"my-adapter\""));
+  CHECK_THAT(read_file(dir / "a/plugin.cpp"), Contains("class MyAdapter final : public plait::Adapter") && !Contains("@"));
 }
 
 TEST_CASE("plait new plugin refuses a bad name, a kind without a template, a wrong --from and a used folder, "
@@ -61,7 +67,7 @@ TEST_CASE("plait new plugin refuses a bad name, a kind without a template, a wro
   refused({"x", "--kind", "pipeline", "--from", "sharding", "--dir", (dir / "a").string()},
           "--from sharding makes a data plugin, not a pipeline plugin");
   refused({"x", "--kind", "gpu", "--dir", (dir / "a").string()},
-          "error: plait new plugin: --kind gpu has no template\n  hint: --kind takes data, pipeline, tensor, offload or comm");
+          "error: plait new plugin: --kind gpu has no template\n  hint: --kind takes data, pipeline, tensor, offload, comm or adapter");
   CHECK_FALSE(fs::exists(dir / "a"));
   write_file(dir / "used/keep.txt", "mine");
   refused({"x", "--kind", "data", "--dir", (dir / "used").string()}, "exists and is not an empty folder");
