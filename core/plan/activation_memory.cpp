@@ -71,10 +71,29 @@ int64_t block_weight_elements(const Dims& d) {
   return (4 * d.h * d.h + 2 * d.h * d.ffn + 3 * d.h + d.ffn) / d.tp + 2 * d.h;
 }
 
+// What frozen weights leave unkept (FrozenProducts): a product's input is kept for its
+// weight's gradient, so a frozen linear that no adapter reads keeps none of it where
+// nothing else does: GPT-2's and Llama's norm outputs (the projections' and the MLP's
+// input), the MLP's activation (GELU's output, SiLU's product), and the attention's
+// output on the math path (the fused kernel keeps its own). A frozen RMSNorm weight
+// keeps no normalised input for its gradient.
+double unkept_by_frozen(const RankShape& q, const Dims& d) {
+  const FrozenProducts& f = q.frozen;
+  const double norm_out = static_cast<double>(d.on_part * d.h * d.e);
+  const double mlp_activation = static_cast<double>(d.tokens * d.ffn / d.tp * d.e);
+  const double attention_out = q.model.attention == "math" ? static_cast<double>(d.tokens * d.h / d.tp * d.e) : 0.0;
+  if (d.llama) {
+    return norm_out * (f.unread_share("qkv") + f.unread_share("gate_up") + 2 * f.norms) +
+           mlp_activation * f.unread_share("down") + attention_out * f.unread_share("o_proj");
+  }
+  return norm_out * (f.unread_share("c_attn") + f.unread_share("c_fc")) +
+         mlp_activation * f.unread_share("mlp.c_proj") + attention_out * f.unread_share("attn.c_proj");
+}
+
 int64_t block_bytes(const RankShape& q, const Dims& d) {
   if (q.checkpointing == "full") return d.on_part * d.h * d.e;  // the block's output, the next one's input
   // On the sequence part: the two norms, the residual after attention, the block's output.
-  int64_t bytes = 2 * norm_bytes(d) + 2 * d.on_part * d.h * d.e;
+  int64_t bytes = 2 * norm_bytes(d) + 2 * d.on_part * d.h * d.e - static_cast<int64_t>(unkept_by_frozen(q, d));
   bytes += split_elements(q, d) / d.tp * d.e;
   if (q.model.dropout > 0) bytes += 2 * d.on_part * d.h * kMaskBytes;
   if (q.checkpointing != "selective") bytes += attention_core_bytes(q, d);

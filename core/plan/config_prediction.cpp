@@ -8,6 +8,7 @@
 #include "plait/sdk/error.hpp"
 #include "plan/activation_memory.hpp"
 #include "plan/data_cost.hpp"
+#include "plan/frozen_products.hpp"
 #include "plan/held_in_flight.hpp"
 #include "model/precision.hpp"
 #include "plan/layer_kernels.hpp"
@@ -44,6 +45,7 @@ RankShape rank_shape(const PlanInputs& in) {
   q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
   q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
+  q.frozen = frozen_products(*in.whole, in.model.family);
   return q;
 }
 

@@ -2,11 +2,24 @@
 // One rank's share of a microbatch: the shape the planner's per-rank models (activations
 // held, matrix products, memory-bound kernels) are computed from.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "model/model_spec.hpp"
 
 namespace plait {
+
+// A block's products whose weights are frozen ([train] freeze, an adapter's base), by
+// the name block_forward_gemms gives them, each as a share of the rank's blocks: their
+// backward computes no weight gradient, and their input is kept for none unless an
+// adapter reads it (`unread`: frozen with no trainable parameter beside them).
+struct FrozenProducts {
+  std::map<std::string, double> frozen, unread;
+  double norms = 0;   // the share of the blocks' norms whose weights are frozen
+  bool head = false;  // the output head's weight (a tied head's: the embedding's)
+  double frozen_share(const std::string& product) const;
+  double unread_share(const std::string& product) const;
+};
 
 struct RankShape {
   ModelSpec model;
@@ -22,6 +35,7 @@ struct RankShape {
   // backward (2 under train.dtype = bfloat16, 0 where the weights are used as they are).
   int64_t weight_copy_bytes_per_element = 0;
   bool packed = false;  // [data] packing: rows of several documents (model/document_layout.hpp)
+  FrozenProducts frozen;
 
   int64_t tokens() const { return seq_len * micro_batch; }
 };

@@ -22,17 +22,20 @@ std::vector<Gemm> attention_core(const RankShape& q) {
   return {{"scores", s, s, d, heads, fused}, {"context", s, d, s, heads, fused}};
 }
 
-// A microbatch's products on a rank: forward, backward (twice the forward) and the
+// A microbatch's products on a rank: forward, backward (the input's gradient and the
+// weight's, each a forward's worth; no weight gradient for a frozen weight) and the
 // shape's recomputation, each costed by `cost`.
 template <class Cost>
 double microbatch_cost(const RankShape& q, int64_t blocks, bool with_head, Cost cost) {
   check_checkpointing(q.checkpointing);
-  const double block = total(block_forward_gemms(q), cost);
+  const std::vector<Gemm> gemms = block_forward_gemms(q);
+  const double block = total(gemms, cost);
+  const double frozen = total(gemms, [&](const Gemm& g) { return cost(g) * q.frozen.frozen_share(g.name); });
   double recompute = 0;
   if (q.checkpointing == "full") recompute = block;
   if (q.checkpointing == "selective") recompute = total(attention_core(q), cost);
-  double sum = static_cast<double>(blocks) * (3 * block + recompute);
-  if (with_head) sum += 3 * total(head_forward_gemms(q), cost);
+  double sum = static_cast<double>(blocks) * (3 * block - frozen + recompute);
+  if (with_head) sum += (q.frozen.head ? 2 : 3) * total(head_forward_gemms(q), cost);
   return sum;
 }
 

@@ -149,6 +149,43 @@ TEST_CASE("frozen linears stored in bf16 train exactly what fp32 ones do, in hal
   for (int k = 0; k < 2; ++k) CHECK(again[k].at("loss").get<double>() == stored[k + 2].at("loss").get<double>());
 }
 
+// A frozen weight has no gradient: its product's input is kept for nothing (unless an
+// adapter reads it) and its backward skips the weight's product. plait plan's
+// activations against the run's measured ones, and the products' time it predicts
+// against the same model trained whole.
+TEST_CASE("plait plan counts what frozen weights leave out: the inputs kept for their gradients and their backward "
+          "products",
+          "[frozen]") {
+  struct Frozen {
+    std::string family, freeze;
+  };
+  for (const Frozen& c : {Frozen{"gpt2", R"(["transformer.h.0.*"])"}, Frozen{"llama", R"(["model.layers.1.*"])"},
+                          Frozen{"llama", R"(["model.layers.*.mlp.*", "model.layers.*.input_layernorm.weight"])"}}) {
+    INFO(c.family << " freezing " << c.freeze);
+    TempDir dir;
+    const std::vector<std::string> sets = {"model.family=" + c.family, "train.freeze=" + c.freeze,
+                                           "parallel.data=single", "parallel.dp=1"};
+    const ProcessResult r = run_quickstart(dir / "run", 1, sets);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    const double measured = read_metrics(dir / "run").front().at("activation_bytes").get<double>();
+    auto planned = [&](bool frozen) {
+      std::vector<std::string> args = {"plan", "--explain", source_path("configs/quickstart.toml"), "--gpus", "1", "--json"};
+      for (const auto& s : sets) {
+        if (frozen || !s.starts_with("train.freeze")) args.insert(args.end(), {"--set", s});
+      }
+      const ProcessResult p = run_plait(args);
+      REQUIRE(p.exit_code == 0);
+      return nlohmann::json::parse(p.output.substr(p.output.find('{')));
+    };
+    const nlohmann::json frozen = planned(true), whole = planned(false);
+    const double predicted = frozen.at("ranks").at(0).at("activation_bytes").get<double>();
+    CHECK(predicted == Approx(measured).epsilon(0.02));
+    CHECK(whole.at("ranks").at(0).at("activation_bytes").get<double>() > 1.03 * measured);
+    CHECK(frozen.at("phases").at("compute_ms").get<double>() < 0.95 * whole.at("phases").at("compute_ms").get<double>());
+  }
+}
+
 // A data plugin without the capability `frozen` is refused too: test_sdk_compat.cpp.
 TEST_CASE("freezing is refused before launch: a pattern that matches nothing, or everything; bf16 storage without bf16 compute or anything frozen", "[frozen]") {
   TempDir dir;
