@@ -187,7 +187,7 @@ TEST_CASE("plait plan counts what frozen weights leave out: the inputs kept for 
 }
 
 // A data plugin without the capability `frozen` is refused too: test_sdk_compat.cpp.
-TEST_CASE("freezing is refused before launch: a pattern that matches nothing, or everything; bf16 storage without bf16 compute or anything frozen", "[frozen]") {
+TEST_CASE("freezing is refused before launch: a pattern that matches nothing or everything, and bf16 storage without bf16 compute or with nothing frozen", "[frozen]") {
   TempDir dir;
   auto refused = [&](const std::vector<std::string>& sets) {
     const ProcessResult r = run_quickstart(dir / "run", 1, sets);
