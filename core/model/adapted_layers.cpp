@@ -65,6 +65,7 @@ std::shared_ptr<Layer> AdaptedFactory::make_adapter(const LinearSpec& spec, cons
                    .shard = shard,
                    .shards = shards};
   std::shared_ptr<Layer> layer = adapter_.make(site);
+  sites_.push_back(site);
   for (const auto& p : layer->parameters()) trainable_.insert(p.unsafeGetTensorImpl());
   return layer;
 }

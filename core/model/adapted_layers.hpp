@@ -25,6 +25,8 @@ class AdaptedFactory final : public ForwardingFactory {
   // Every linear built so far (for Adapter::check_targets) and the full names of those adapted.
   const std::vector<LinearSpec>& linears() const { return linears_; }
   const std::vector<std::string>& adapted() const { return adapted_; }
+  // Each adapter's site, as the adapter made it (the planner asks its cost of each).
+  const std::vector<AdapterSite>& sites() const { return sites_; }
 
  private:
   // Every parameter of `layer` frozen but the adapters'.
@@ -37,6 +39,7 @@ class AdaptedFactory final : public ForwardingFactory {
   AdapterHost* host_;  // the tensor plugin's factory's, which places adapters in its split products
   std::vector<LinearSpec> linears_;
   std::vector<std::string> adapted_;
+  std::vector<AdapterSite> sites_;
   std::set<const void*> trainable_;  // the adapters' parameters (TensorImpl)
 };
 

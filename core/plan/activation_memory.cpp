@@ -94,6 +94,10 @@ int64_t block_bytes(const RankShape& q, const Dims& d) {
   if (q.checkpointing == "full") return d.on_part * d.h * d.e;  // the block's output, the next one's input
   // On the sequence part: the two norms, the residual after attention, the block's output.
   int64_t bytes = 2 * norm_bytes(d) + 2 * d.on_part * d.h * d.e - static_cast<int64_t>(unkept_by_frozen(q, d));
+  // The adapters read whole sequences (gathered under sequence parallel, where their
+  // column linears keep only the part: the rest of the whole is theirs).
+  bytes += static_cast<int64_t>(static_cast<double>(d.tokens) * q.frozen.adapter_kept_bytes +
+                                static_cast<double>((d.tokens - d.on_part) * d.e) * q.frozen.adapter_column_inputs);
   bytes += split_elements(q, d) / d.tp * d.e;
   if (q.model.dropout > 0) bytes += 2 * d.on_part * d.h * kMaskBytes;
   if (q.checkpointing != "selective") bytes += attention_core_bytes(q, d);
@@ -101,6 +105,11 @@ int64_t block_bytes(const RankShape& q, const Dims& d) {
 }
 
 int64_t embedding_bytes(const RankShape& q, const Dims& d) {
+  // Behind frozen embeddings, with frozen norms, no gradient reaches the first block's
+  // input: its first norm keeps neither that input nor its statistics.
+  if (q.frozen.embedding && q.frozen.norms == 1 && q.checkpointing != "full") {
+    return d.tp > 1 && q.vocab_parallel ? d.tokens * (kIndexBytes + kMaskBytes) : 0;
+  }
   int64_t bytes = d.on_part * d.h * d.e;
   if (q.model.dropout > 0) bytes += d.on_part * d.h * kMaskBytes;
   // Under a vocab-parallel embedding: the ids shifted into this rank's slice, and which fall in it.

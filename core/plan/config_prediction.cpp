@@ -45,7 +45,7 @@ RankShape rank_shape(const PlanInputs& in) {
   q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
   q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
-  q.frozen = frozen_products(*in.whole, in.model.family);
+  q.frozen = frozen_products(*in.whole, in.model.family, in.adapters);
   return q;
 }
 
@@ -173,8 +173,10 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
 
 ConfigPrediction predict_config(const PreparedRun& run, const Hardware& hw) {
   int64_t sequence_shards = 1;
-  const StageModel whole = build_shape_model(*run.config, *run.registry, run.model, run.mesh, &sequence_shards);
-  return predict_config(plan_inputs(run, whole, sequence_shards), hw);
+  std::vector<AdapterSiteCost> adapters;
+  const StageModel whole =
+      build_shape_model(*run.config, *run.registry, run.model, run.mesh, &sequence_shards, &adapters);
+  return predict_config(plan_inputs(run, whole, sequence_shards, &adapters), hw);
 }
 
 }  // namespace plait

@@ -22,15 +22,39 @@ struct Linear {
   bool frozen = true, adapted = false;
 };
 
+// The adapters' sums per block; the linears whose adapter keeps a copy of its own.
+std::set<std::string> add_adapter_costs(FrozenProducts& out, const std::vector<AdapterSiteCost>& adapters, double blocks) {
+  std::set<std::string> own_copy;
+  for (const AdapterSiteCost& site : adapters) {
+    if (!site.cost) continue;
+    if (!site.cost->keeps_input) own_copy.insert(site.linear);
+    out.adapter_kept_bytes += static_cast<double>(site.cost->kept_bytes) / blocks;
+    out.adapter_flops += site.cost->flops / blocks;
+    if (site.cost->keeps_input && site.split == Split::column && site.shards > 1) {
+      out.adapter_column_inputs += static_cast<double>(site.in_features) / blocks;
+    }
+  }
+  return own_copy;
+}
+
 }  // namespace
 
-FrozenProducts frozen_products(const StageModel& whole, const std::string& family) {
+FrozenProducts frozen_products(const StageModel& whole, const std::string& family,
+                               const std::vector<AdapterSiteCost>* adapters) {
   FrozenProducts out;
+  double blocks = 0;
+  for (const UnitSlot& slot : whole.units) blocks += slot.kind == UnitKind::block ? 1 : 0;
+  const std::set<std::string> own_copy =
+      adapters != nullptr && blocks > 0 ? add_adapter_costs(out, *adapters, blocks) : std::set<std::string>{};
   std::map<std::string, double> blocks_with;  // blocks holding the product
   std::map<std::string, double> frozen, unread;
   double norms = 0, norms_frozen = 0;
   for (const UnitSlot& slot : whole.units) {
     const std::vector<ParamRef> params = StageModel{{slot}}.all_parameters();
+    if (slot.kind == UnitKind::embedding) {
+      out.embedding = true;
+      for (const ParamRef& p : params) out.embedding = out.embedding && !p.tensor.requires_grad();
+    }
     if (slot.kind == UnitKind::head || (slot.kind == UnitKind::embedding && family == "gpt2")) {
       for (const ParamRef& p : params) {
         if (p.name == "lm_head.weight" || p.name == "transformer.wte.weight") out.head = !p.tensor.requires_grad();
@@ -53,7 +77,8 @@ FrozenProducts frozen_products(const StageModel& whole, const std::string& famil
     for (const auto& [module, p] : matrices) {
       const std::size_t dot = module.rfind('.');
       if (dot != std::string::npos && matrices.count(module.substr(0, dot)) != 0) {
-        if (p->tensor.requires_grad()) linears[product_of(module.substr(0, dot), family)].adapted = true;
+        const std::string linear = module.substr(0, dot);
+        if (p->tensor.requires_grad() && own_copy.count(linear) == 0) linears[product_of(linear, family)].adapted = true;
         continue;
       }
       Linear& l = linears[product_of(module, family)];

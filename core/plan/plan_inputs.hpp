@@ -14,6 +14,7 @@
 #include "plait/sdk/model.hpp"
 #include "plan/rank_parameters.hpp"
 #include "run/prepare.hpp"
+#include "run/tensor_shapes_check.hpp"
 
 namespace plait {
 
@@ -28,9 +29,12 @@ struct PlanInputs {
   // Each pipeline rank's parameters (rank_parameters), where the caller keeps them: a
   // search shares them between candidates of one layout. Null: made when asked.
   const std::vector<RankParameters>* rank_params = nullptr;
+  // Each adapter site's cost (build_shape_model's); null or empty without an adapter.
+  const std::vector<AdapterSiteCost>* adapters = nullptr;
 };
 
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.
-PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards);
+PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards,
+                       const std::vector<AdapterSiteCost>* adapters = nullptr);
 
 }  // namespace plait

@@ -29,6 +29,7 @@ std::string role_key(const PlanCandidate& c, const std::string& plugin, int64_t 
 struct ShapeModel {
   StageModel whole;
   int64_t sequence_shards = 1;
+  std::vector<AdapterSiteCost> adapters;
 };
 
 // Builds what the candidates share once: the registry, the model spec and its meta
@@ -60,7 +61,8 @@ class CandidateEvaluator {
       const ShapeModel& shape = shape_for(config, mesh, c);
       const PlanInputs in{&config,      registry_.get(),         model_,
                           mesh,         &pipeline,               &shape.whole,
-                          shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole)};
+                          shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole),
+                          &shape.adapters};
       out.prediction = predict_config(in, hw_);
       out.refused = out.prediction->why_not();
     } catch (const Error& e) {
@@ -84,7 +86,7 @@ class CandidateEvaluator {
     auto it = shapes_by_layout_.find(key);
     if (it == shapes_by_layout_.end()) {
       ShapeModel built;
-      built.whole = build_shape_model(config, *registry_, model_, mesh, &built.sequence_shards);
+      built.whole = build_shape_model(config, *registry_, model_, mesh, &built.sequence_shards, &built.adapters);
       it = shapes_by_layout_.emplace(key, std::move(built)).first;
     }
     return it->second;

@@ -17,6 +17,12 @@ struct FrozenProducts {
   std::map<std::string, double> frozen, unread;
   double norms = 0;   // the share of the blocks' norms whose weights are frozen
   bool head = false;  // the output head's weight (a tied head's: the embedding's)
+  bool embedding = false;  // the token (and position) embeddings' weights: no gradient reaches the first block's input
+  // The adapters' (AdapterCostModel) per block, averaged over the blocks, per token of
+  // their linears' input: what they keep beyond those inputs (bytes), the whole inputs
+  // kept beside column splits (elements: under sequence parallel, gathered where the
+  // linear itself keeps its part), their forward products (FLOPs).
+  double adapter_kept_bytes = 0, adapter_column_inputs = 0, adapter_flops = 0;
   double frozen_share(const std::string& product) const;
   double unread_share(const std::string& product) const;
 };

@@ -29,7 +29,10 @@ template <class Cost>
 double microbatch_cost(const RankShape& q, int64_t blocks, bool with_head, Cost cost) {
   check_checkpointing(q.checkpointing);
   const std::vector<Gemm> gemms = block_forward_gemms(q);
-  const double block = total(gemms, cost);
+  // The adapters' low-rank products (AdapterCostModel's FLOPs), at the efficiency of the
+  // smallest product the machine file describes: their inner size is the rank.
+  const Gemm adapters{"adapters", q.tokens(), 1, static_cast<int64_t>(q.frozen.adapter_flops / 2.0)};
+  const double block = total(gemms, cost) + (adapters.k > 0 ? cost(adapters) : 0.0);
   const double frozen = total(gemms, [&](const Gemm& g) { return cost(g) * q.frozen.frozen_share(g.name); });
   double recompute = 0;
   if (q.checkpointing == "full") recompute = block;

@@ -46,6 +46,21 @@ class QuietLogger final : public Logger {
   void write(LogLevel, std::string_view) override {}
 };
 
+// Each site's cost as the adapter states it, for activations of the run's dtype.
+std::vector<AdapterSiteCost> site_costs(const AdaptedFactory& factory, Adapter& adapter, const std::string& name,
+                                        const ResolvedConfig& config) {
+  const std::string& dtype = config.train().dtype;
+  const int64_t element_bytes = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
+  const AdapterCostModel* model = extension<AdapterCostModel>(adapter);
+  std::vector<AdapterSiteCost> out;
+  for (const AdapterSite& site : factory.sites()) {
+    AdapterSiteCost c{site.spec.name, site.split, site.shards, site.spec.in_features, std::nullopt};
+    if (model != nullptr) c.cost = call_detached_plugin(name, "cost", [&] { return model->cost(site, element_bytes); });
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
@@ -55,7 +70,8 @@ void check_tensor_shapes(const ResolvedConfig& config, const PluginRegistry& reg
 }
 
 StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry& registry, const ModelSpec& model,
-                             const MeshShape& mesh, int64_t* sequence_shards) {
+                             const MeshShape& mesh, int64_t* sequence_shards,
+                             std::vector<AdapterSiteCost>* adapter_costs) {
   const Options& parallel = config.table("parallel");
   const std::string& name = config.parallel().tensor;
   const std::string& adapter_name = config.parallel().adapter;
@@ -79,13 +95,17 @@ StageModel build_shape_model(const ResolvedConfig& config, const PluginRegistry&
       factory = tensor.plugin->layer_factory({.tp_group = &group});
       if (sequence_shards != nullptr) *sequence_shards = factory->sequence_shards();
     }
-    if (adapter) factory = std::make_shared<AdaptedFactory>(factory, *adapter.plugin);
+    std::shared_ptr<AdaptedFactory> adapted;
+    if (adapter) factory = adapted = std::make_shared<AdaptedFactory>(factory, *adapter.plugin);
     RecordedLinears built(factory);
-    return call_detached_plugin(adapter ? adapter_name : name, "layers", [&] {
-      StageModel model_on_meta = build_model(model, built, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
-      linears = built.weights();
-      return model_on_meta;
+    StageModel model_on_meta = call_detached_plugin(adapter ? adapter_name : name, "layers", [&] {
+      return build_model(model, built, {0, at::TensorOptions().dtype(at::kFloat).device(at::kMeta)});
     });
+    linears = built.weights();
+    if (adapter_costs != nullptr) {
+      *adapter_costs = adapted ? site_costs(*adapted, *adapter.plugin, adapter_name, config) : std::vector<AdapterSiteCost>{};
+    }
+    return model_on_meta;
   });
   // As a rank marks and stores them: the planner counts them apart, at their own size.
   freeze_parameters(whole, config.table("train"));

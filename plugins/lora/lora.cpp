@@ -99,7 +99,7 @@ class LoraLayer final : public plait::Layer {
   std::shared_ptr<Factor> a_, b_;
 };
 
-class Lora final : public plait::Adapter {
+class Lora final : public plait::Adapter, public plait::AdapterCostModel {
  public:
   void on_configure() override {
     rank_ = options().get<int64_t>("rank");
@@ -131,6 +131,21 @@ class Lora final : public plait::Adapter {
   std::shared_ptr<plait::Layer> make(const plait::AdapterSite& site) override {
     return std::make_shared<LoraLayer>(site, rank_, alpha_, dropout_);
   }
+
+  // Per token: A keeps what it reads (x itself, or under dropout the dropped copy and the
+  // bool mask masked_fill keeps), B keeps A's output; their products 2 r (in + out), with
+  // this rank's part of in or out.
+  plait::AdapterCost cost(const plait::AdapterSite& site, int64_t element_bytes) const override {
+    const Placement placed = place(site);
+    const int64_t in = placed.a.dim == 1 ? site.spec.in_features / site.shards : site.spec.in_features;
+    plait::AdapterCost c;
+    c.keeps_input = dropout_ == 0.0;
+    c.kept_bytes = rank_ * element_bytes + (c.keeps_input ? 0 : in * (element_bytes + 1));
+    c.flops = 2.0 * static_cast<double>(rank_) * static_cast<double>(in + placed.b_rows);
+    return c;
+  }
+
+  void* find_extension(std::string_view id) override { return plait::offer<plait::AdapterCostModel>(this, id); }
 
   // W + (alpha / r) B A, computed in float64 and stored in W's dtype.
   void merge(Weights& weights) const override {

@@ -67,6 +67,28 @@ class PLAIT_SDK_VISIBLE AdapterHost {
                                                  const AdapterMaker& adapter) = 0;
 };
 
+// (API 12.9) What an adapter's layer beside one linear keeps for its backward and
+// computes, per token of the linear's input, for `plait plan`: an extension of the adapter
+// plugin (Plugin::find_extension, answered by plait::offer). Without it the planner counts
+// the adapter's parameters (it builds them) and takes its activations and products as
+// nothing.
+struct AdapterCost {
+  // Its backward keeps the linear's input tensor itself (LoRA's A reads x): kept once for
+  // both. False when it keeps a tensor of its own instead (a dropped copy of x).
+  bool keeps_input = true;
+  int64_t kept_bytes = 0;  // per token, what else its forward keeps for its backward
+  double flops = 0;        // per token, its forward's products (the backward's: twice)
+};
+
+class PLAIT_SDK_VISIBLE AdapterCostModel {
+ public:
+  static constexpr const char* kExtension = "plait.adapter_cost_model/1";
+  virtual ~AdapterCostModel() = default;
+  // For `site` as make() gets it (this rank's part of a split linear), activations of
+  // `element_bytes` each.
+  virtual AdapterCost cost(const AdapterSite& site, int64_t element_bytes) const = 0;
+};
+
 class PLAIT_SDK_VISIBLE Adapter : public Plugin {
  public:
   using Interface = Adapter;
