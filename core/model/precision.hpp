@@ -16,6 +16,11 @@ struct Precision {
 
 Precision precision_from(const std::string& dtype);
 
+// The bytes of an activation element: bf16 under autocast, else the parameters' type's.
+inline int64_t activation_element_bytes(const Precision& p) {
+  return p.autocast_bf16 ? 2 : static_cast<int64_t>(c10::elementSize(p.param_dtype));
+}
+
 // The autocast state of a device, captured where a forward ran, so that a recomputation
 // in backward (activation checkpointing) runs under the same.
 struct AutocastState {

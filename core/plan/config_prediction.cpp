@@ -42,7 +42,7 @@ RankShape rank_shape(const PlanInputs& in) {
   q.checkpointing = config.train().activation_checkpointing;
   q.packed = config.table("data").find<bool>("packing").value_or(false);
   const std::string& dtype = config.train().dtype;
-  q.activation_bytes_per_element = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
+  q.activation_bytes_per_element = activation_element_bytes(precision_from(dtype));
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
   q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
   q.frozen = frozen_products(*in.whole, in.model.family, in.adapters);

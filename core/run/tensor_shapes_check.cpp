@@ -5,6 +5,7 @@
 #include "model/adapted_layers.hpp"
 #include "model/dense_layers.hpp"
 #include "model/model_zoo.hpp"
+#include "model/precision.hpp"
 #include "model/recorded_linears.hpp"
 #include "train/frozen_parameters.hpp"
 #include "plait/sdk/adapter.hpp"
@@ -49,8 +50,7 @@ class QuietLogger final : public Logger {
 // Each site's cost as the adapter states it, for activations of the run's dtype.
 std::vector<AdapterSiteCost> site_costs(const AdaptedFactory& factory, Adapter& adapter, const std::string& name,
                                         const ResolvedConfig& config) {
-  const std::string& dtype = config.train().dtype;
-  const int64_t element_bytes = dtype == "float64" ? 8 : dtype == "bfloat16" ? 2 : 4;
+  const int64_t element_bytes = activation_element_bytes(precision_from(config.train().dtype));
   const AdapterCostModel* model = extension<AdapterCostModel>(adapter);
   std::vector<AdapterSiteCost> out;
   for (const AdapterSite& site : factory.sites()) {

@@ -19,10 +19,10 @@ struct NewPlugin {
 // project appears whole or not at all.
 std::string write_plugin_project(const NewPlugin& request);
 
-// "my-ddp" -> "MyDdp".
 // "a data plugin", "an adapter plugin".
 std::string plugin_of_kind(const std::string& kind);
 
+// "my-ddp" -> "MyDdp".
 std::string class_name(const std::string& plugin_name);
 
 }  // namespace plait::scaffold
