@@ -45,7 +45,7 @@ RankShape rank_shape(const PlanInputs& in) {
   q.activation_bytes_per_element = activation_element_bytes(precision_from(dtype));
   q.stat_bytes_per_element = dtype == "float64" ? 8 : 4;
   q.weight_copy_bytes_per_element = dtype == "bfloat16" ? 2 : 0;
-  q.frozen = frozen_products(*in.whole, in.model.family, in.adapters);
+  q.frozen = in.frozen != nullptr ? *in.frozen : frozen_products(*in.whole, in.model.family, in.adapters);
   return q;
 }
 

@@ -13,6 +13,7 @@
 #include "pipeline/pipeline_plan.hpp"
 #include "plait/sdk/model.hpp"
 #include "plan/rank_parameters.hpp"
+#include "plan/rank_shape.hpp"
 #include "run/prepare.hpp"
 #include "run/tensor_shapes_check.hpp"
 
@@ -31,6 +32,10 @@ struct PlanInputs {
   const std::vector<RankParameters>* rank_params = nullptr;
   // Each adapter site's cost (build_shape_model's); null or empty without an adapter.
   const std::vector<AdapterSiteCost>* adapters = nullptr;
+  // frozen_products(*whole, ...), where the caller keeps it: reading it walks every
+  // parameter of the model, which a search of thousands of candidates should do once per
+  // layout, not per candidate. Null: read when asked.
+  const FrozenProducts* frozen = nullptr;
 };
 
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.

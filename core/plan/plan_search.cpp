@@ -7,6 +7,7 @@
 
 #include "config/config_loader.hpp"
 #include "model/model_zoo.hpp"
+#include "plan/frozen_products.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/compatibility.hpp"
 #include "run/config_checks.hpp"
@@ -30,6 +31,7 @@ struct ShapeModel {
   StageModel whole;
   int64_t sequence_shards = 1;
   std::vector<AdapterSiteCost> adapters;
+  FrozenProducts frozen;
 };
 
 // Builds what the candidates share once: the registry, the model spec and its meta
@@ -62,7 +64,7 @@ class CandidateEvaluator {
       const PlanInputs in{&config,      registry_.get(),         model_,
                           mesh,         &pipeline,               &shape.whole,
                           shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole),
-                          &shape.adapters};
+                          &shape.adapters,        &shape.frozen};
       out.prediction = predict_config(in, hw_);
       out.refused = out.prediction->why_not();
     } catch (const Error& e) {
@@ -87,6 +89,7 @@ class CandidateEvaluator {
     if (it == shapes_by_layout_.end()) {
       ShapeModel built;
       built.whole = build_shape_model(config, *registry_, model_, mesh, &built.sequence_shards, &built.adapters);
+      built.frozen = frozen_products(built.whole, model_.family, &built.adapters);
       it = shapes_by_layout_.emplace(key, std::move(built)).first;
     }
     return it->second;
