@@ -1,5 +1,6 @@
 #include "config/config_loader.hpp"
 
+#include <cctype>
 #include <filesystem>
 
 #include <toml++/toml.h>
@@ -254,12 +255,21 @@ void apply_override(ConfigTree& tree, const std::string& override_text) {
                 "write [bundles] paths in the config, or set PLAIT_BUNDLE_PATH");
   }
   ConfigValue value;
-  try {
-    const std::string doc = "v = " + text;
-    toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
-    value = to_value(*parsed.get("v"), shown);
-  } catch (const toml::parse_error&) {
-    value = ConfigValue::of(text);  // a bare word: model.size=124m, parallel.data=ddp
+  // A TOML value that starts with a letter is one of these four; any other such text is a
+  // bare word, taken as a string without asking the parser (whose refusal is an exception:
+  // a planner's search applies thousands of --set parallel.data=fsdp).
+  const bool bare_word = !text.empty() && std::isalpha(static_cast<unsigned char>(text[0])) != 0 && text != "true" &&
+                         text != "false" && text != "inf" && text != "nan";
+  if (bare_word) {
+    value = ConfigValue::of(text);
+  } else {
+    try {
+      const std::string doc = "v = " + text;
+      toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
+      value = to_value(*parsed.get("v"), shown);
+    } catch (const toml::parse_error&) {
+      value = ConfigValue::of(text);  // a bare word: model.size=124m, data.source=data/x.bin
+    }
   }
   tree.set(dotted.substr(0, dot), dotted.substr(dot + 1), {std::move(value), Source::from_flag(flag)});
 }

@@ -96,8 +96,10 @@ StepLayout layout_of(const PlanInputs& in, const RankShape& shape) {
 }
 
 RankMemory rank_memory(const PlanInputs& in, int64_t pp_rank, int64_t dp_per_node,
-                       const std::vector<int64_t>& stage_bytes, RankDataCost& asked) {
-  asked = plan_data_cost(in, pp_rank, dp_per_node);
+                       const std::vector<int64_t>& stage_bytes, std::shared_ptr<const RankDataCost>& answer) {
+  answer = in.ask_data_cost ? in.ask_data_cost(in, pp_rank, dp_per_node)
+                            : std::make_shared<const RankDataCost>(plan_data_cost(in, pp_rank, dp_per_node));
+  const RankDataCost& asked = *answer;
   PLAIT_CHECK(asked.cost.has_value(),
               concat("data plugin '", asked.plugin, "' has no cost model (plait::DataCostModel, plugin API 12.3)"),
               "a plugin built for 12.2 or before runs but cannot be planned; rebuild it against the current SDK and "
@@ -149,9 +151,9 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
   p.layout = layout_of(in, shape);
   const std::vector<int64_t> stage_bytes = stage_activation_bytes(*in.pipeline, predict_activation_bytes(shape));
   const GroupPlacement data = data_group(hw, p.layout);
-  RankDataCost busiest_cost;
+  std::shared_ptr<const RankDataCost> busiest_cost;
   for (int64_t r = 0; r < p.pp; ++r) {
-    RankDataCost cost;
+    std::shared_ptr<const RankDataCost> cost;
     p.ranks.push_back(rank_memory(in, r, data.per_node, stage_bytes, cost));
     if (r == 0 || p.ranks.back().device() > p.ranks[p.busiest].device()) {
       p.busiest = static_cast<std::size_t>(r);
@@ -160,7 +162,7 @@ ConfigPrediction predict_config(const PlanInputs& in, const Hardware& hw) {
   }
   p.usable_bytes = hw.usable_memory_bytes();
   p.host_bytes_per_rank = hw.host_memory_gib * kGiB / static_cast<double>(std::min(p.gpus(), hw.gpus_per_node));
-  p.data_ops = comm_ops(busiest_cost, data);
+  p.data_ops = comm_ops(*busiest_cost, data);
   const RankMemory& busiest = p.ranks[p.busiest];
   p.phases = predict_step_time(at_peak, p.layout, plait_kernels(shape), p.data_ops,
                                {optimizer_bytes(busiest.state), state_bytes(busiest.state)});

@@ -4,6 +4,8 @@
 // (on the meta device, through the tensor plugin). A prepared run has them all; the
 // search makes them for each candidate from pieces it builds once and shares.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "config/resolve.hpp"
@@ -18,6 +20,8 @@
 #include "run/tensor_shapes_check.hpp"
 
 namespace plait {
+
+struct RankDataCost;  // plan/data_cost.hpp
 
 struct PlanInputs {
   const ResolvedConfig* config = nullptr;
@@ -36,6 +40,12 @@ struct PlanInputs {
   // parameter of the model, which a search of thousands of candidates should do once per
   // layout, not per candidate. Null: read when asked.
   const FrozenProducts* frozen = nullptr;
+  // The data plugin's cost model's answer for one pipeline rank, with `dp_per_node` of its
+  // group on a node, where the caller keeps the answers: a search's candidates that differ
+  // only in what the data plugin is not asked (microbatch size, checkpointing, schedule
+  // order) share one. Empty: plan_data_cost asks the plugin.
+  std::function<std::shared_ptr<const RankDataCost>(const PlanInputs&, int64_t pp_rank, int64_t dp_per_node)>
+      ask_data_cost;
 };
 
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.

@@ -8,6 +8,7 @@
 
 #include "config/config_loader.hpp"
 #include "model/model_zoo.hpp"
+#include "plan/data_cost.hpp"
 #include "plan/frozen_products.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/compatibility.hpp"
@@ -62,10 +63,14 @@ class CandidateEvaluator {
       const PipelinePlan& pipeline = pipeline_for(config, mesh, c);
       check_plugins(config, *registry_, model_, mesh);
       const ShapeModel& shape = shape_for(config, mesh, c);
-      const PlanInputs in{&config,      registry_.get(),         model_,
-                          mesh,         &pipeline,               &shape.whole,
-                          shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole),
-                          &shape.adapters,        &shape.frozen};
+      PlanInputs in{&config,      registry_.get(),         model_,
+                    mesh,         &pipeline,               &shape.whole,
+                    shape.sequence_shards, &params_for(config, mesh, c, pipeline, shape.whole),
+                    &shape.adapters,        &shape.frozen};
+      in.ask_data_cost = [this, key = data_cost_key(config, mesh, c, pipeline)](const PlanInputs& inputs, int64_t pp_rank,
+                                                                              int64_t dp_per_node) {
+        return data_cost_for(inputs, concat(key, "|", pp_rank, "|", dp_per_node), pp_rank, dp_per_node);
+      };
       out.prediction = predict_config(in, hw_);
       out.refused = out.prediction->why_not();
     } catch (const Error& e) {
@@ -109,6 +114,35 @@ class CandidateEvaluator {
     return it->second;
   }
 
+  // What the data plugin's cost query is made of (plan_data_cost): the data and offload
+  // plugins with their options, dp and the backward passes a step, the rank's parameters
+  // (tensor layout, stage partition), the parameters' dtype.
+  static std::string data_cost_key(const ResolvedConfig& config, const MeshShape& mesh, const PlanCandidate& c,
+                                   const PipelinePlan& pipeline) {
+    const ParallelSettings& p = config.parallel();
+    return concat(role_key(c, p.data, mesh.dp, config.train().grad_accum), "|", role_key(c, p.offload, 1, 1), "|",
+                  role_key(c, p.tensor, mesh.tp, 1), "|",
+                  role_key(c, p.pipeline, mesh.pp, pipeline.schedule.spec.stages_per_rank), "|",
+                  pipeline.partition.stages(), "|", config.train().dtype);
+  }
+
+  // The answers are kept with their refusals (a cost model's groups that do not fit).
+  std::shared_ptr<const RankDataCost> data_cost_for(const PlanInputs& in, const std::string& key, int64_t pp_rank,
+                                                    int64_t dp_per_node) {
+    auto it = data_costs_.find(key);
+    if (it == data_costs_.end()) {
+      DataCostOrRefusal asked;
+      try {
+        asked.cost = std::make_shared<const RankDataCost>(plan_data_cost(in, pp_rank, dp_per_node));
+      } catch (const Error&) {
+        asked.refusal = std::current_exception();
+      }
+      it = data_costs_.emplace(key, std::move(asked)).first;
+    }
+    if (it->second.refusal) std::rethrow_exception(it->second.refusal);
+    return it->second.cost;
+  }
+
   // Each pipeline rank's parameters, by tensor layout and stage partition.
   const std::vector<RankParameters>& params_for(const ResolvedConfig& config, const MeshShape& mesh,
                                                 const PlanCandidate& c, const PipelinePlan& pipeline,
@@ -136,6 +170,11 @@ class CandidateEvaluator {
   std::map<std::string, PipelineOrRefusal> pipelines_;
   std::map<std::string, ShapeModel> shapes_by_layout_;
   std::map<std::string, std::vector<RankParameters>> params_;
+  struct DataCostOrRefusal {
+    std::shared_ptr<const RankDataCost> cost;
+    std::exception_ptr refusal;
+  };
+  std::map<std::string, DataCostOrRefusal> data_costs_;
 };
 
 }  // namespace
