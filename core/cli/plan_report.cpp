@@ -12,10 +12,17 @@ namespace plait::cli {
 namespace {
 
 nlohmann::ordered_json phases_json(const StepPhases& s) {
-  return {{"compute_ms", s.compute * 1e3},  {"memory_bound_ms", s.memory_bound * 1e3}, {"tp_comm_ms", s.tp_comm * 1e3},
-          {"pp_comm_ms", s.pp_comm * 1e3},  {"bubble_ms", s.bubble * 1e3},             {"dp_comm_ms", s.dp_comm * 1e3},
-          {"optimizer_ms", s.optimizer * 1e3}, {"offload_ms", s.offload * 1e3},
-          {"core_comm_ms", s.core_comm * 1e3}, {"step_ms", s.total() * 1e3}};
+  return {{"compute_ms", s.compute * 1e3},
+          {"memory_bound_ms", s.memory_bound * 1e3},
+          {"tp_comm_ms", s.tp_comm * 1e3},
+          {"pp_comm_ms", s.pp_comm * 1e3},
+          {"bubble_ms", s.bubble * 1e3},
+          {"dp_comm_beside_ms", s.dp_comm_beside * 1e3},
+          {"dp_comm_ms", s.dp_comm * 1e3},
+          {"optimizer_ms", s.optimizer * 1e3},
+          {"offload_ms", s.offload * 1e3},
+          {"core_comm_ms", s.core_comm * 1e3},
+          {"step_ms", s.total() * 1e3}};
 }
 
 nlohmann::ordered_json rank_json(const RankMemory& m) {
@@ -95,14 +102,15 @@ void print_phases(const ConfigPrediction& p) {
                                                   {"tensor parallel comm", s.tp_comm},
                                                   {"pipeline sends", s.pp_comm},
                                                   {"pipeline bubble", s.bubble},
+                                                  {"data parallel comm (beside compute)", s.dp_comm_beside},
                                                   {"data parallel comm (exposed)", s.dp_comm},
                                                   {"optimizer step", s.optimizer},
                                                   {"offload", s.offload},
                                                   {"the core's loss sum", s.core_comm}};
   for (const auto& [what, t] : rows) {
-    std::printf("  %-30s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
+    std::printf("  %-36s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
   }
-  std::printf("  %-30s %10.3f\n", "total", s.total() * 1e3);
+  std::printf("  %-36s %10.3f\n", "total", s.total() * 1e3);
   std::printf("%.0f tokens per step; %.1f tokens/s per accelerator; MFU %.1f%%\n", p.tokens_per_step,
               p.tokens_per_s_per_gpu, 100.0 * p.mfu);
 }
@@ -302,7 +310,9 @@ std::vector<SideBySide> phase_rows(const ConfigPrediction& p, const MeasuredRun&
     for (const char* n : names) sum += measured_phase(m, n);
     return sum;
   };
-  return {{"compute (products, memory-bound kernels)", 1e3 * (s.compute + s.memory_bound), got({"forward", "backward"})},
+  // A run's forward and backward include what the collectives beside them take.
+  return {{"compute (products, kernels, dp comm beside)", 1e3 * (s.compute + s.memory_bound + s.dp_comm_beside),
+           got({"forward", "backward"})},
           {"tensor parallel comm (exposed)", 1e3 * s.tp_comm, got({"comm.tp"})},
           {"pipeline sends and idle", 1e3 * (s.pp_comm + s.bubble), got({"comm.pp", "pipeline_idle"})},
           {"data parallel comm (exposed)", 1e3 * s.dp_comm, got({"comm.dp"})},

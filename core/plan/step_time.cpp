@@ -93,14 +93,23 @@ RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventor
 // is prefetched: ready when the pass starts. A gradient reduction is ready once the
 // backward has produced its bytes' share of the pass's reductions, so the last one waits
 // for the backward's end (ddp's single bucket all of it). While the pass computes, the
-// machine's `comm_overlap` share of a collective hides; what runs past the pass's end shows.
+// machine's `comm_overlap` share of a collective hides and the rest slows the computation;
+// what runs past the pass's end shows as waiting.
 struct PassComm {
   std::vector<std::pair<const CommOp*, double>> ops;  // each with one issue's seconds
   double reduced_bytes = 0;                           // the pass's gradient reductions
 };
 
-double pass_exposed(const Hardware& hw, const PassComm& pass, double window) {
-  double free_at = 0, reduced = 0, exposed_under = 0;
+// What of the data plugin's collectives runs beside the computation without hiding (the
+// machine's 1 - comm_overlap of that time: the cores or SMs it takes from the computation,
+// which a run measures as slower computation), and what shows after it.
+struct DataCommTime {
+  double beside = 0, after = 0;
+};
+
+DataCommTime pass_exposed(const Hardware& hw, const PassComm& pass, double window) {
+  double free_at = 0, reduced = 0;
+  DataCommTime t;
   for (const auto& [op, seconds_each] : pass.ops) {
     double ready = 0;
     if (op->op != Collective::all_gather && pass.reduced_bytes > 0) {
@@ -109,24 +118,25 @@ double pass_exposed(const Hardware& hw, const PassComm& pass, double window) {
     }
     const double start = std::max(ready, free_at);
     free_at = start + seconds_each;
-    exposed_under += (1 - hw.comm_overlap) * std::max(0.0, std::min(free_at, window) - start);
+    t.beside += (1 - hw.comm_overlap) * std::max(0.0, std::min(free_at, window) - start);
   }
-  return exposed_under + std::max(0.0, free_at - window);
+  t.after = std::max(0.0, free_at - window);
+  return t;
 }
 
 // The data plugin's collectives. One that overlaps a pass runs in the microbatches it is
 // issued in (once a step: the last microbatch's; more often: one issue per microbatch,
 // from the last back); the rest are exposed whole.
-double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops, double forward_per_mb,
-                    double backward_per_mb) {
+DataCommTime data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<CommOp>& ops,
+                          double forward_per_mb, double backward_per_mb) {
   const GroupPlacement dp = data_group(hw, l);
   const auto m = static_cast<std::size_t>(l.microbatches);
   std::vector<PassComm> forwards(m), backwards(m);
-  double exposed = 0;
+  DataCommTime total;
   for (const CommOp& op : ops) {
     const double t = seconds(hw, op.op, op.bytes, op.group.size > 0 ? op.group : dp, op.count);
     if ((!op.overlaps_backward && !op.overlaps_forward) || op.count < 1) {
-      exposed += t;
+      total.after += t;
       continue;
     }
     std::vector<PassComm>& passes = op.overlaps_backward ? backwards : forwards;
@@ -137,9 +147,12 @@ double data_seconds(const Hardware& hw, const StepLayout& l, const std::vector<C
     }
   }
   for (std::size_t j = 0; j < m; ++j) {
-    exposed += pass_exposed(hw, forwards[j], forward_per_mb) + pass_exposed(hw, backwards[j], backward_per_mb);
+    for (const DataCommTime& t : {pass_exposed(hw, forwards[j], forward_per_mb), pass_exposed(hw, backwards[j], backward_per_mb)}) {
+      total.beside += t.beside;
+      total.after += t.after;
+    }
   }
-  return exposed;
+  return total;
 }
 
 // Each of the data plugin's collectives in a step is a point where its group waits for
@@ -196,8 +209,9 @@ StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const Kern
   const RankCost typical = l.pp > 2 ? rank_cost(hw, l, kernels, false, false) : first;
   p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
   const double per_mb = busiest.compute / static_cast<double>(l.microbatches);
-  p.dp_comm = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0) +
-              skew_seconds(hw, busiest.compute + busiest.memory_bound, data_syncs(l, data_ops));
+  const DataCommTime data = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0);
+  p.dp_comm_beside = data.beside;
+  p.dp_comm = data.after + skew_seconds(hw, busiest.compute + busiest.memory_bound, data_syncs(l, data_ops));
   // The core's own sum each step (the loss over the world, for the metrics).
   p.core_comm = collective_seconds(hw, Collective::all_reduce, 8.0, {l.gpus(), std::min(l.gpus(), hw.gpus_per_node)});
   p.optimizer = hw.adam_gbps ? optimizer.state / (*hw.adam_gbps * 1e9)

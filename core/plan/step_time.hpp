@@ -43,12 +43,18 @@ struct StepPhases {
   double tp_comm = 0;       // tensor parallel's collectives (the products wait for them)
   double pp_comm = 0;       // sends between pipeline stages
   double bubble = 0;        // the schedule's idle share of the step
-  double dp_comm = 0;       // the data plugin's collectives, where the backward does not hide them
+  // The data plugin's collectives where the computation does not hide them: beside it
+  // (the machine's 1 - comm_overlap of the time they run under a pass, taken from its
+  // cores or SMs: a run measures it as slower forward and backward), and exposed (after
+  // the pass's end, or issued outside one: a run measures it as waiting).
+  double dp_comm_beside = 0;
+  double dp_comm = 0;
   double optimizer = 0;     // the optimizer's step over the rank's state
   double offload = 0;       // host transfers and the host's optimizer step (an offload plugin's)
   double core_comm = 0;     // the core's own collective each step (the loss's sum over the world)
   double total() const {
-    return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm + optimizer + offload + core_comm;
+    return compute + memory_bound + tp_comm + pp_comm + bubble + dp_comm_beside + dp_comm + optimizer + offload +
+           core_comm;
   }
 };
 

@@ -184,6 +184,12 @@ TEST_CASE("plait plan --against RUN sets the run's own phases and memory beside 
   CHECK(a.at("phases_ms").at("data parallel comm (exposed)").at("measured").get<double>() ==
         Approx(median_of([](const nlohmann::json& s) { return s.value("time.comm_exposed.dp.all_reduce_ms", 0.0); })));
   CHECK(a.at("phases_ms").at("step").at("predicted").get<double>() == Approx(j.at("phases").at("step_ms").get<double>()));
+  // A run's forward and backward are set beside the products, the kernels and what the
+  // data plugin's collectives take from them.
+  const nlohmann::json& predicted = j.at("phases");
+  CHECK(a.at("phases_ms").at("compute (products, kernels, dp comm beside)").at("predicted").get<double>() ==
+        Approx(predicted.at("compute_ms").get<double>() + predicted.at("memory_bound_ms").get<double>() +
+               predicted.at("dp_comm_beside_ms").get<double>()));
   // Memory as the cost model and the activation model have it: rank 0's, exactly or nearly.
   const nlohmann::json& bytes = a.at("rank_0_bytes");
   CHECK(bytes.at("parameters").at("predicted") == bytes.at("parameters").at("measured"));

@@ -168,10 +168,15 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   CHECK(predict_step_time(a100, l, k, {across}, {}).dp_comm ==
         Approx(collective_seconds(a100, Collective::all_gather, bytes, {8, 1})));
   CHECK(predict_step_time(a100, l, k, {across}, {}).dp_comm > 5 * predict_step_time(a100, l, k, {in_node}, {}).dp_comm);
-  // On a machine whose computation hides only part of a collective (comm_overlap), the rest shows.
+  // On a machine whose computation hides only part of a collective (comm_overlap), the
+  // rest of the nine buckets under the backward slows it, and the last still shows after it.
+  CHECK(predict_step_time(a100, l, k, buckets, {}).dp_comm_beside == 0);
   Hardware shared = a100;
   shared.comm_overlap = 0.25;
-  CHECK(predict_step_time(shared, l, k, buckets, {}).dp_comm == Approx(tenth + 9 * 0.75 * tenth));
+  const StepPhases slowed = predict_step_time(shared, l, k, buckets, {});
+  CHECK(slowed.dp_comm_beside == Approx(9 * 0.75 * tenth));
+  CHECK(slowed.dp_comm == Approx(tenth));
+  CHECK(slowed.total() - predict_step_time(a100, l, k, buckets, {}).total() == Approx(9 * 0.75 * tenth));
   // Pipelines idle their schedule's share on top of a stage's work.
   l.pp = 2;
   l.idle_share = 0.2;
