@@ -28,6 +28,7 @@ int plugins(const PluginsArgs& args) {
                                 {"version", p.version},
                                 {"api", concat(p.api_major, ".", p.api_minor)},
                                 {"capabilities", p.capabilities},
+                                {"predated_capabilities", p.predated_capabilities},
                                 {"available", p.available},
                                 {"unavailable_reason", p.unavailable_reason},
                                 {"summary", p.summary},
@@ -40,6 +41,9 @@ int plugins(const PluginsArgs& args) {
     for (const auto& p : registry.plugins()) {
       std::string caps;
       for (const auto& c : p.capabilities) caps += (caps.empty() ? "" : ",") + c;
+      for (const auto& c : p.predated_capabilities) {
+        caps += concat(caps.empty() ? "" : ", ", "not ", c, ": listed, but built before that API gave it meaning");
+      }
       std::cout << p.kind << "\t" << p.name << " " << p.version << " (API " << p.api_major << "." << p.api_minor << ")"
                 << (p.available ? "" : " (unavailable: " + p.unavailable_reason + ")")
                 << "\n    " << p.summary << "\n    capabilities: " << (caps.empty() ? "-" : caps) << "\n    " << p.path

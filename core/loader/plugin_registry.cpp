@@ -13,6 +13,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "loader/capability_versions.hpp"
 #include "debug/plugin_hook.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/did_you_mean.hpp"
@@ -114,6 +115,17 @@ bool PluginRecord::has_capability(const std::string& word) const {
   return std::find(capabilities.begin(), capabilities.end(), word) != capabilities.end();
 }
 
+std::string PluginRecord::lacking(const std::string& word) const {
+  for (const std::string& p : predated_capabilities) {
+    if (p.rfind(word + " (", 0) == 0) {
+      return concat("it lists '", word, "', but it was built for plugin API ", api_name(api_major, api_minor),
+                    ", before ", p.substr(word.size() + 2, p.size() - word.size() - 3),
+                    " gave the word its meaning (rebuild it against this plait's SDK)");
+    }
+  }
+  return concat("it lacks the capability '", word, "'");
+}
+
 std::string builtin_plugin_dir() { return (install_prefix() / "lib" / "plait" / "plugins").string(); }
 
 std::vector<SearchDir> default_search_dirs(const std::vector<SearchDir>& from_config) {
@@ -206,7 +218,10 @@ void PluginRegistry::consider(const std::string& file, const SearchDir& dir, con
   record.api_minor = info->api_minor;
   record.summary = str_or_empty(info->summary);
   record.schema_toml = str_or_empty(info->schema_toml);
-  record.capabilities = split_words(info->capabilities);
+  CapabilityClaims claims = trusted_capabilities(record.kind, record.api_major, record.api_minor,
+                                                 split_words(info->capabilities));
+  record.capabilities = std::move(claims.trusted);
+  record.predated_capabilities = std::move(claims.predated);
   if (info->probe != nullptr) {
     char why[512] = {0};
     record.available = info->probe(why, sizeof(why) - 1) != 0;

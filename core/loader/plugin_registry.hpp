@@ -44,11 +44,15 @@ struct PluginRecord {
   uint32_t api_major = 0, api_minor = 0;  // the plugin API it was built against
   std::string summary;
   std::string schema_toml;
-  std::vector<std::string> capabilities;
+  std::vector<std::string> capabilities;  // the words the core trusts (loader/capability_versions.hpp)
+  std::vector<std::string> predated_capabilities;  // listed, but older than the API that gave them meaning
   bool available = true;
   std::string unavailable_reason;
 
   bool has_capability(const std::string& word) const;
+  // Why the core does not count on `word`: "it lacks the capability 'w'", or that it is
+  // listed but older than the API that gave it meaning.
+  std::string lacking(const std::string& word) const;
 
  private:
   friend class PluginRegistry;

@@ -53,7 +53,7 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
     if (need.when && !dp.has_capability(need.capability)) {
       // Lead with the side the user chose: the data plugin, unless it is the default.
       throw Error(concat(data->is_default() ? need.place : data->place, ": data plugin '", dp.name,
-                         "' cannot be combined with ", need.what, ": it lacks the capability '", need.capability, "'"),
+                         "' cannot be combined with ", need.what, ": ", dp.lacking(need.capability)),
                   concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
     }
   }
@@ -63,11 +63,13 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
     const PluginRecord& adapter = *registry.find(p.adapter);
     PLAIT_CHECK(tensor.has_capability(capability::adapters),
                 concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
-                       p.tensor, "' (", parallel.where("tensor"), "): it lacks the capability 'adapters' (its layers cannot host adapters)"),
+                       p.tensor, "' (", parallel.where("tensor"), "): ", tensor.lacking(capability::adapters),
+                       " (its layers cannot host adapters)"),
                 "choose a tensor plugin with 'adapters' (megatron), or train adapters with data and pipeline parallel alone");
     PLAIT_CHECK(adapter.has_capability(capability::tensor),
                 concat(parallel.where("adapter"), ": adapter plugin '", p.adapter, "' cannot be combined with tensor plugin '",
-                       p.tensor, "' (", parallel.where("tensor"), "): it lacks the capability 'tensor' (it does not split itself like its linears)"),
+                       p.tensor, "' (", parallel.where("tensor"), "): ", adapter.lacking(capability::tensor),
+                       " (it does not split itself like its linears)"),
                 "choose an adapter with 'tensor' (lora), or train it with data and pipeline parallel alone");
   }
 }

@@ -9,6 +9,7 @@
 #include "loader/plugin_instance.hpp"
 #include "loader/plugin_registry.hpp"
 #include "loader/host_abi.hpp"
+#include "loader/capability_versions.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -61,6 +62,25 @@ TEST_CASE("a library built for a newer minor of this major is refused, saying wh
              Contains(concat("was built for plugin API ", PLAIT_API_MAJOR, ".", PLAIT_API_MINOR + 1, " but this plait has API ",
                              PLAIT_API_VERSION_STRING, ", which lacks what ")) &&
                  Contains("upgrade plait"));
+}
+
+TEST_CASE("a capability listed by a plugin built before the API that gave it meaning is not counted on, and says so",
+          "[plugins]") {
+  const PluginRegistry r = discover({fixture("frozen_before_12_6")});
+  REQUIRE(r.refusals().empty());
+  const PluginRecord& p = r.plugins().at(0);
+  CHECK(p.capabilities == std::vector<std::string>{"grad_accum", "float64", "multi_rank"});
+  CHECK(p.predated_capabilities == std::vector<std::string>{"frozen (API 12.6)"});
+  CHECK_FALSE(p.has_capability("frozen"));
+  CHECK(p.lacking("frozen") ==
+        "it lists 'frozen', but it was built for plugin API 12.5, before API 12.6 gave the word its meaning (rebuild it "
+        "against this plait's SDK)");
+  CHECK(p.lacking("offload") == "it lacks the capability 'offload'");
+  // An adapter's `tensor` means AdapterSite's split (12.8); a data plugin's is as old as 12.0.
+  CHECK(trusted_capabilities("adapter", 12, 7, {"tensor"}).predated == std::vector<std::string>{"tensor (API 12.8)"});
+  CHECK(trusted_capabilities("adapter", 12, 8, {"tensor"}).trusted == std::vector<std::string>{"tensor"});
+  CHECK(trusted_capabilities("data", 12, 0, {"tensor"}).trusted == std::vector<std::string>{"tensor"});
+  CHECK(trusted_capabilities("tensor", 12, 7, {"adapters", "mine"}).trusted == std::vector<std::string>{"mine"});
 }
 
 TEST_CASE("a library built against another LibTorch or C++ ABI is refused", "[plugins]") {
