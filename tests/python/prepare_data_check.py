@@ -11,9 +11,9 @@ Nothing is downloaded: the test trains its own tokenizers on a corpus it makes.
   * plait runs 2 steps on the BPE file (dp 2, sequential order): each step's
     counted_tokens is the count of mask ones over that global batch's targets, worked
     out here from the file.
-  * Refusals: a line that is not JSON and a record of no known kind name file:line and
-    leave no file; a model whose vocab_size is below the tokenizer's is refused before
-    launch naming the setting.
+  * Refusals: a line that is not JSON and a record of no known kind name file:line in one
+    line and leave no file (prepare_data_refusals.py has the other classes); a model whose
+    vocab_size is below the tokenizer's is refused before launch naming the setting.
 Prints the preparation speed (MB of JSONL per second). Exit status 0 when all holds.
 """
 import argparse
@@ -199,8 +199,10 @@ def check_refusals(work, tokenizer):
         bad.write_text("\n".join(lines) + "\n")
         out = work / "bad.bin"
         r = prepare(work, tokenizer, out, inputs=[bad])
-        if r.returncode == 0 or words not in r.stderr or out.exists() or Path(str(out) + ".partial").exists():
-            fail(f"bad input not refused with {words!r} (rc {r.returncode}): {r.stderr[-500:]}")
+        left = sorted(p.name for p in work.glob(out.name + "*"))  # the file, or its FILE.XXXXXXXX.partial
+        if r.returncode == 0 or words not in r.stderr or left or len(r.stderr.splitlines()) != 1:
+            fail(f"bad input not refused in one line with {words!r} (rc {r.returncode}, left {left}): "
+                 f"{r.stderr[-500:]}")
         print(f"ok   refused: {r.stderr.strip()}")
 
 

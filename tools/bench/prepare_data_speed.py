@@ -97,7 +97,7 @@ def main():
             for _ in range(args.repeats):
                 start = time.perf_counter()
                 r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "prepare_data.py"), "--tokenizer",
-                                    tokenizer, "--out", os.path.join(work, "out.bin"), "--quiet", data] + extra,
+                                    tokenizer, "--out", os.path.join(work, "out.bin"), "--force", "--quiet", data] + extra,
                                    capture_output=True, text=True)
                 if r.returncode != 0:
                     sys.exit(r.stderr)
