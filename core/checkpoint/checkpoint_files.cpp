@@ -146,8 +146,6 @@ std::vector<std::string> tidy_unfinished_saves(const fs::path& root) {
   return done;
 }
 
-namespace {
-
 // A step-<N> name orders checkpoints, so it must be the step its index holds: a folder
 // renamed or copied in under another step's name would be resumed as that step.
 void check_name_is_step(const fs::path& folder) {
@@ -158,6 +156,8 @@ void check_name_is_step(const fs::path& folder) {
               concat("it was renamed or copied in: rename it ", step_folder_name(index.step),
                      ", or name the checkpoint to resume from"));
 }
+
+namespace {
 
 // `latest` one behind the newest is a save that finished but crashed before `latest` was
 // rewritten; any other disagreement is said, since the user may have meant `latest`.
@@ -181,12 +181,26 @@ std::optional<fs::path> newest_checkpoint(const fs::path& root) {
 }
 
 fs::path resolve_checkpoint(const fs::path& path) {
+  const CheckpointChoice choice = checkpoints_at(path);
+  if (choice.named) return choice.newest_first.front();
+  return *newest_checkpoint(choice.root);
+}
+
+std::optional<CheckpointChoice> checkpoints_in(const fs::path& root) {
+  const auto all = complete_checkpoints(root);
+  if (all.empty()) return std::nullopt;
+  CheckpointChoice choice{.root = root};
+  for (auto it = all.rbegin(); it != all.rend(); ++it) choice.newest_first.push_back(it->second);
+  return choice;
+}
+
+CheckpointChoice checkpoints_at(const fs::path& path) {
   PLAIT_CHECK(fs::exists(path), concat("checkpoint ", path.string(), " does not exist"), "name a checkpoint or run folder");
-  if (fs::exists(path / kIndex)) return path;
-  // The newest complete checkpoint: a step-<N> name exists only once its save committed,
-  // and a crash between that rename and `latest`'s leaves `latest` one behind.
+  if (fs::exists(path / kIndex)) return {.newest_first = {path}, .root = path.parent_path(), .named = true};
+  // The newest complete checkpoint first: a step-<N> name exists only once its save
+  // committed, and a crash between that rename and `latest`'s leaves `latest` one behind.
   for (const fs::path& root : {path, path / "checkpoints"}) {
-    if (auto newest = newest_checkpoint(root)) return *newest;
+    if (auto choice = checkpoints_in(root)) return *choice;
     PLAIT_CHECK(!fs::exists(root / kLatest), concat((root / kLatest).string(), " points at no complete checkpoint"),
                 "name a step-<N> folder that has an index.json");
   }

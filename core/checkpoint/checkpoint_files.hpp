@@ -33,6 +33,19 @@ std::vector<std::string> tidy_unfinished_saves(const fs::path& root);
 // A checkpoint folder from what the user named: a checkpoint (index.json), a folder
 // of checkpoints (its newest complete one), or a run folder (its checkpoints/' newest).
 fs::path resolve_checkpoint(const fs::path& path);
+// The complete checkpoints the same words stand for, newest first: one when a checkpoint
+// was named itself (`named`: none other may take its place), else every one of the folder
+// of checkpoints (`root`), for a resume that passes over a damaged newest one.
+struct CheckpointChoice {
+  std::vector<fs::path> newest_first;
+  fs::path root;
+  bool named = false;
+};
+CheckpointChoice checkpoints_at(const fs::path& path);
+// The same of a folder of checkpoints (nothing: it has none).
+std::optional<CheckpointChoice> checkpoints_in(const fs::path& root);
+// A step-<N> folder must hold step N (a renamed or copied-in one is refused).
+void check_name_is_step(const fs::path& folder);
 CheckpointIndex read_index(const fs::path& folder);
 // The complete checkpoints (step-<N> with an index) in a folder of checkpoints, oldest first.
 std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& root);

@@ -24,6 +24,12 @@ std::optional<fs::path> resume_source(const Options& checkpoint, const std::stri
   return newest_checkpoint(checkpoint_root(checkpoint, run_folder));
 }
 
+std::optional<CheckpointChoice> resume_choice(const Options& checkpoint, const std::string& run_folder) {
+  if (auto from = checkpoint.find<std::string>("resume_from")) return checkpoints_at(*from);
+  if (checkpoint.get<std::string>("resume") != "auto") return std::nullopt;
+  return checkpoints_in(checkpoint_root(checkpoint, run_folder));
+}
+
 namespace {
 
 constexpr const char* kOwner = "owner";

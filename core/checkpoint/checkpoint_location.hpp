@@ -16,6 +16,12 @@ std::filesystem::path checkpoint_root(const Options& checkpoint, const std::stri
 // checkpoint folder when there is one; nothing: a fresh start.
 std::optional<std::filesystem::path> resume_source(const Options& checkpoint, const std::string& run_folder);
 
+struct CheckpointChoice;
+// What a resume may take, newest first (checkpoints_at): the checkpoint resume_from names
+// alone, or every complete one of the folder it names (a run folder's, or with resume =
+// "auto" the run's own); nothing: a fresh start.
+std::optional<CheckpointChoice> resume_choice(const Options& checkpoint, const std::string& run_folder);
+
 // [checkpoint] dir, before launch: a folder this run can make or write (when it saves),
 // and one it owns. A folder of checkpoints belongs to the run that saves into it: with [checkpoint] dir,
 // its `owner` file names that run's folder. Refused before launch: another run's folder

@@ -1,13 +1,38 @@
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "debug/flight_report.hpp"  // rank_list
 #include "debug/flight_summary.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/restart_record.hpp"
+#include "run/run_status.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
+namespace {
+
+// How an attempt ended, from the run's own records: the restart that followed it, or the
+// run's status for the latest one.
+std::string attempt_heading(int attempt, bool latest, bool live, const std::vector<RestartRecord>& restarts,
+                            const std::optional<RunStatusRecord>& status) {
+  std::string heading = concat("attempt ", attempt, attempt == 0 ? " (the first start" : " (restart " + std::to_string(attempt));
+  if (latest) {
+    if (live) return heading + ", running)";
+    if (!status) return heading + ")";
+    return concat(heading, ", ", status->state, " at step ", status->step, ")");
+  }
+  for (const auto& r : restarts) {
+    if (r.restart != attempt + 1) continue;
+    return concat(heading, ", ended at step ", r.step_reached, ": ", r.cause,
+                  r.rank >= 0 ? concat("; culprit rank ", r.rank) : std::string(), ")");
+  }
+  return heading + ", ended)";
+}
+
+}  // namespace
 
 int debug_run(const DebugArgs& args) {
   std::error_code ec;
@@ -25,13 +50,28 @@ int debug_run(const DebugArgs& args) {
                 << " s (stopped, or stuck where plait cannot answer); their older records, if any, are used\n";
     }
   }
-  // The job's size: the ranks this node started (summarise_flight adds the records' own).
+  // The job's size: the ranks this node started (the records add their own).
   int world = 0;
   for (const auto& r : live) world = std::max(world, r.rank + 1);
-  const std::string paragraph = summarise_flight(args.run, world, /*live=*/!live.empty());
-  PLAIT_CHECK(!paragraph.empty(), concat("plait debug: ", args.run, " has no flight records (flight/rank-<r>.json)"),
+  const std::vector<AttemptFlight> attempts = attempts_flight(args.run, world, /*live=*/!live.empty());
+  const bool any = std::any_of(attempts.begin(), attempts.end(), [](const AttemptFlight& a) { return !a.paragraph.empty(); });
+  PLAIT_CHECK(any, concat("plait debug: ", args.run, " has no flight records (flight/rank-<r>.json, or flight/attempt-<n>/ of a restarted job)"),
               "a rank writes one when it fails, is stopped, or gets SIGUSR1; a one-process run has none");
-  std::cout << paragraph << "\n";
+  const std::vector<RestartRecord> restarts = read_restart_records(args.run);
+  const auto status = read_run_status(args.run);
+  for (std::size_t i = 0; i < attempts.size(); ++i) {
+    const AttemptFlight& a = attempts[i];
+    const bool latest = i == 0;
+    if (attempts.size() > 1) std::cout << attempt_heading(a.attempt, latest, !live.empty(), restarts, status) << ":\n";
+    std::string paragraph = a.paragraph;
+    if (latest && paragraph.empty()) paragraph = "no rank wrote a flight record (none failed, was stopped or was asked)";
+    // A stop that was asked for caught each rank wherever it was: waits there are no hang.
+    if (latest && live.empty() && status && status->state == "stopped" && !a.paragraph.empty()) {
+      paragraph = concat("the job was stopped as asked (", status->reason, "); each rank stopped where it was, so what "
+                         "follows says where, not what hung. ", paragraph);
+    }
+    std::cout << paragraph << "\n";
+  }
   return 0;
 }
 

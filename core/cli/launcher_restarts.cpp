@@ -28,10 +28,11 @@ std::string node_list(const std::vector<int>& nodes) {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-// The last step the run recorded: its status (written about once a second) or its metrics.
-int64_t last_recorded_step(const std::string& folder) {
-  int64_t step = 0;
-  if (auto status = read_run_status(folder)) step = status->step;
+}  // namespace
+
+int64_t job_steps_ended(const std::string& folder) {
+  int64_t step = steps_ended(read_flight_records(folder));
+  if (auto status = read_run_status(folder)) step = std::max(step, status->step);
   std::ifstream in(fs::path(folder) / "metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     try {
@@ -43,16 +44,22 @@ int64_t last_recorded_step(const std::string& folder) {
   return step;
 }
 
+namespace {
+
+// A slow fault strikes in every step from its own on: it is not what ended an attempt.
+bool ends_attempts(const FaultStrike& strike) { return strike.fault.rfind("slow", 0) != 0; }
+
 // What this launcher saw: its failure, and the fault injected on this node in that attempt.
 StopReport own_report(const LaunchPlan& launch, int attempt, const JobStopped& stopped) {
   StopReport r;
   r.node = launch.node_rank;
   r.interrupted = stopped.interrupted;
+  r.signal = stopped.signal;
   r.cause = first_line(stopped.what());
   r.rank = stopped.rank;
   r.noticed_us = wall_us(stopped.noticed);
   for (const auto& strike : read_fault_strikes(launch.folder)) {
-    if (strike.attempt == attempt && strike.at_us <= r.noticed_us && strike.at_us > r.fault_us) {
+    if (strike.attempt == attempt && ends_attempts(strike) && strike.at_us <= r.noticed_us && strike.at_us > r.fault_us) {
       r.fault_us = strike.at_us;
       r.fault = strike.fault;
     }
@@ -63,7 +70,9 @@ StopReport own_report(const LaunchPlan& launch, int attempt, const JobStopped& s
 RestartDecision decide(const PreparedRun& prep, const LaunchPlan& launch, int attempt, const StopReports& reports) {
   const int64_t max_restarts = prep.config->distributed().max_restarts;
   if (!reports.interrupted.empty()) {
-    return RestartDecision::none(concat("the launcher of node ", node_list(reports.interrupted), " was told to stop"));
+    RestartDecision d = RestartDecision::none(concat("the launcher of node ", node_list(reports.interrupted), " was told to stop"));
+    for (const auto& r : reports.reports) d.stop_signal = d.stop_signal != 0 ? d.stop_signal : r.signal;
+    return d;
   }
   if (!reports.missing.empty()) {
     return RestartDecision::none(concat("the launcher of node ", node_list(reports.missing), " did not report within ",
@@ -107,7 +116,11 @@ RestartDecision agree(JobStore& job, const PreparedRun& prep, const LaunchPlan& 
 
 RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
                                  const JobStopped& stopped) {
-  if (prep.config->distributed().max_restarts == 0) return RestartDecision::none("");
+  if (prep.config->distributed().max_restarts == 0) {
+    RestartDecision d = RestartDecision::none("");
+    d.stop_signal = stopped.signal;
+    return d;
+  }
   try {
     return agree(job, prep, launch, attempt, stopped);
   } catch (const std::exception& e) {
@@ -119,7 +132,7 @@ RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const L
 RestartBook::RestartBook(std::string run_folder, int node_rank, RunStatus& status)
     : folder_(std::move(run_folder)), node_rank_(node_rank), status_(status) {}
 
-void RestartBook::restarting(const RestartDecision& decision) {
+void RestartBook::restarting(const RestartDecision& decision, const std::optional<FlightCulprit>& culprit) {
   ++restarts_;
   const StopReport& origin = decision.origin;
   std::string cause = origin.cause;
@@ -131,11 +144,16 @@ void RestartBook::restarting(const RestartDecision& decision) {
   RestartRecord r;
   r.restart = restarts_;
   r.cause = cause;
-  r.rank = origin.rank;
+  r.reported_by_rank = origin.rank;
+  r.rank = culprit ? culprit->rank : origin.rank;
+  if (culprit) {
+    r.culprit_operation = culprit->operation;
+    r.culprit_step = culprit->step;
+  }
   r.node = origin.node;
   r.at = utc_now();
   r.fault = origin.fault;
-  r.step_reached = last_recorded_step(folder_);
+  r.step_reached = job_steps_ended(folder_);
   r.resumed_from_step = decision.resume_step;
   r.checkpoint = decision.resume_from;
   r.refused_checkpoints = decision.refused;

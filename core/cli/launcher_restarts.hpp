@@ -4,9 +4,11 @@
 // and from which checkpoint, and keep the record of each restart (restarts.json,
 // status.json, the log), timed from the fault to the first step after it.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "debug/flight_report.hpp"
 #include "distributed/restart_agreement.hpp"
 #include "distributed/supervisor.hpp"
 #include "run/launch_plan.hpp"
@@ -19,6 +21,11 @@ class JobStore;
 
 namespace plait::cli {
 
+// The last step the job ended, as far as its run folder tells: the status (its first
+// rank writes it about once a second, and at once when stopped), the metrics, and the
+// ranks' flight records (a rank records the step it is in). For a job that has stopped.
+int64_t job_steps_ended(const std::string& run_folder);
+
 // Every launcher calls it once its ranks of `attempt` have stopped: node 0 decides for all.
 RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const LaunchPlan& launch, int attempt,
                                  const JobStopped& stopped);
@@ -26,8 +33,9 @@ RestartDecision agree_on_restart(JobStore& job, const PreparedRun& prep, const L
 class RestartBook {
  public:
   RestartBook(std::string run_folder, int node_rank, RunStatus& status);
-  // A restart decided: logged on every node, recorded on node 0.
-  void restarting(const RestartDecision& decision);
+  // A restart decided: logged on every node, recorded on node 0 with the culprit the
+  // attempt's flight records name (read before keep_flight_records moves them).
+  void restarting(const RestartDecision& decision, const std::optional<FlightCulprit>& culprit);
   // The new start's ranks were launched.
   void started();
   // Node 0, while the restarted job runs: once its rank 0 reports its first step, the

@@ -1,5 +1,7 @@
 #include <unistd.h>
 
+#include <cstring>
+
 #include <chrono>
 #include <filesystem>
 
@@ -9,7 +11,9 @@
 #include "cli/launcher_restarts.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
+#include "checkpoint/checkpoint_files.hpp"
 #include "debug/fault_plan.hpp"
+#include "debug/flight_report.hpp"
 #include "debug/flight_summary.hpp"
 #include "distributed/flight_exchange.hpp"
 #include "distributed/job_token.hpp"
@@ -17,6 +21,7 @@
 #include "distributed/rendezvous.hpp"
 #include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
+#include "run/drill_check.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_folder_lock.hpp"
 #include "run/run_status.hpp"
@@ -41,7 +46,11 @@ SupervisorSpec rank_processes(const PreparedRun& prep, const LaunchPlan& launch,
   SupervisorSpec spec;
   spec.executable = boost::dll::program_location().string();
   spec.args = {"run", fs::absolute(args.config).string(), "--out", folder};
-  for (const auto& s : args.override_argv()) spec.args.push_back(s);
+  for (const auto& s : args.override_argv()) {
+    // The checkpoint checked or agreed on replaces the one --resume names (it may be older).
+    if (!resume_from.empty() && s.rfind("--resume=", 0) == 0) continue;
+    spec.args.push_back(s);
+  }
   if (!resume_from.empty()) {
     spec.args.push_back("--set");
     spec.args.push_back("checkpoint.resume_from=" + resume_from);
@@ -141,7 +150,7 @@ void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const
   if (!why_not_restarted.empty()) text += concat("\nnot restarted: ", why_not_restarted);
   const Error e(text, plait_error ? plait_error->hint() : "", plait_error ? plait_error->origin() : "");
   write_log_files(LogLevel::error, e.what());
-  status.failed(e.what());
+  status.failed(e.what(), job_steps_ended(launch.folder));
   try {
     close_store_last(store, launch, others);
   } catch (const std::exception&) {
@@ -149,6 +158,31 @@ void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const
   }
   flush_logs();
   throw e;
+}
+
+// A stop the user or a scheduler asked for (Ctrl-C, SIGTERM, on this node or another): no
+// failure, no flight paragraph (the ranks were stopped where they were, not stuck there);
+// the status says "stopped" at the last step that ended, and the exit code is the shell's
+// for that signal (130, 143).
+[[nodiscard]] int stop_job(int signal, const PreparedRun& prep, const LaunchPlan& launch, JobStore& store,
+                           RunStatus& status, std::chrono::milliseconds others) {
+  const int64_t step = job_steps_ended(launch.folder);
+  const std::string why = concat("stopped as asked (signal ", signal, ", ", strsignal(signal), ") after step ", step,
+                                 " of ", prep.config->train().steps, "; every rank was stopped");
+  status.stopped(why, step);
+  const auto root = checkpoint::checkpoint_root(prep.config->table("checkpoint"), launch.folder);
+  const auto newest = checkpoint::complete_checkpoints(root);
+  core_log().warn("plait run ", why,
+                  newest.empty() ? std::string("; no checkpoint was saved")
+                                 : concat("; its newest checkpoint is step ", newest.back().first,
+                                          ": continue with plait run --resume ", launch.folder));
+  try {
+    close_store_last(store, launch, others);
+  } catch (const std::exception&) {
+    // node 0's store may be gone; the stop is the news
+  }
+  flush_logs();
+  return 128 + signal;
 }
 
 }  // namespace
@@ -170,11 +204,13 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
                   prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",
                   launch.nproc, " on node ", launch.node_rank, " of ", launch.nnodes);
   for (const auto& f : faults) core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
-  const std::string master_addr = args.master_addr.value_or("127.0.0.1");
+  // One node: its ranks reach the store over loopback, the only interface it listens on.
+  const std::string master_addr = launch.nnodes == 1 ? "127.0.0.1" : args.master_addr.value_or("127.0.0.1");
   std::unique_ptr<JobStore> store;
   try {
     store = launch.node_rank == 0
-                ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token)
+                ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token,
+                                 /*loopback_only=*/launch.nnodes == 1)
                 : JobStore::connect(master_addr, *args.master_port, /*adopt the job id*/ "", prep.dist.rendezvous_timeout,
                                     concat("the launcher of node ", launch.node_rank), token, false, kStoreReplyTimeout);
   } catch (const std::exception& e) {
@@ -184,13 +220,17 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
   auto heartbeat = std::make_unique<NodeHeartbeat>(*store, launch.node_rank, launch.nnodes);
   RestartBook restarts(launch.folder, launch.node_rank, status);
   const auto start = std::chrono::steady_clock::now();
-  std::string resume_from;  // a restart's checkpoint
+  // The checked checkpoint when a damaged newer one was passed over (the ranks would take the
+  // newest), then a restart's.
+  for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
+  std::string resume_from = launch.resume_refused.empty() ? "" : launch.resume.value_or("");
   for (int attempt = 0;; ++attempt) {
     heartbeat->forgive();
     const std::unique_ptr<JobStore> job = store->view(attempt_job_id(store->job_id(), attempt));
     StoreAbortChannel abort(*job, static_cast<int>(prep.world_size), heartbeat.get());
     SupervisorSpec spec = rank_processes(prep, launch, args, *job, master_addr, attempt, resume_from, token);
     spec.abort = &abort;
+    spec.on_stopping = [&](const std::string& why) { status.stopping(why); };
     if (attempt > 0) spec.on_tick = [&] { restarts.poll_first_step(*job); };
     try {
       restarts.started();
@@ -215,17 +255,27 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
       post_own_flight(*store, attempt, launch, spec);
       const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
       gather_flight(*store, attempt, launch, prep, others);
+      const int stop_signal = stopped.interrupted ? stopped.signal : decision.stop_signal;
+      if (!decision.restart && stop_signal != 0) return stop_job(stop_signal, prep, launch, *store, status, others);
       if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, others);
       const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
       if (!flight.empty()) core_log().warn(flight);
+      // The culprit and the step reached, from this attempt's records before they are kept apart.
+      restarts.restarting(decision,
+                          analyse_flight(read_flight_records(launch.folder), static_cast<int>(prep.world_size)).culprit);
       restarts.keep_flight_records(attempt);
-      restarts.restarting(decision);
       resume_from = decision.resume_from;
     } catch (const std::exception& failure) {
       fail_job(failure, "", prep, launch, *store, status, spec.grace + std::chrono::seconds(2));
     }
   }
   close_store_last(*store, launch, prep.dist.rendezvous_timeout);
+  try {
+    check_faults_struck(faults, launch.folder, launch.node_rank * launch.nproc, launch.nproc, restarts.restarts() + 1);
+  } catch (const Error& e) {
+    status.failed(e.what());
+    throw;
+  }
   status.finished();
   if (launch.node_rank == 0) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,6 +8,7 @@
 #include "debug/fault_injector.hpp"
 #include "distributed/flight_recorder.hpp"
 #include "log/logging.hpp"
+#include "run/drill_check.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_folder_lock.hpp"
 #include "run/run_status.hpp"
@@ -43,11 +44,15 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
     texts.push_back(f.text);
   }
   status.note_faults(texts);
+  for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
   const ProcessFaults faults(injected, 0, 0, folder);
   auto world = World::single();
   const auto start = std::chrono::steady_clock::now();
   try {
-    train_logged(run_plan(prep, folder, world.get(), &status));
+    RunPlan plan = run_plan(prep, folder, world.get(), &status);
+    plan.resume_from = launch.resume.value_or("");
+    train_logged(plan);
+    check_faults_struck(injected, folder, 0, 1, 1);
   } catch (const std::exception& e) {
     status.failed(e.what());
     throw;

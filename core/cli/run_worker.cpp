@@ -39,13 +39,17 @@ std::unique_ptr<JobStore> join_store(const WorkerEnv& worker, const PreparedRun&
     return JobStore::connect(worker.master_addr, worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, who,
                              token, publishes_check);
   }
-  return JobStore::host(worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, token);
+  // Every rank on this machine, reaching it over loopback: no other machine needs to.
+  const bool loopback = worker.local_world_size == worker.world_size && is_loopback(worker.master_addr);
+  return JobStore::host(worker.master_port, worker.job_id, prep.dist.rendezvous_timeout, token, loopback);
 }
 
 // Under torchrun or Slurm, rank 0 makes the run folder (its name has rank 0's clock in it)
 // and the lock file; the others take its folder, or its reason for failing.
+// Every rank resumes from the checkpoint rank 0 checked (`resume_from`; empty: none), which
+// may be older than the newest: a damaged one is passed over.
 std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, const PreparedRun& prep,
-                                 JobStore& store, RunFolderLock& held) {
+                                 JobStore& store, RunFolderLock& held, std::string& resume_from) {
   if (worker.rank == 0) {
     try {
       const std::string folder = run_folder_of(launch_request(args));
@@ -54,10 +58,15 @@ std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, c
       const bool reuse = prep.config->checkpoint().resume == "auto" && fs::is_directory(folder, ec) && !fs::is_empty(folder, ec);
       if (reuse) check_run_folder_free(folder);
       checkpoint::check_checkpoint_dir(prep.config->table("checkpoint"), folder);
-      const auto from = reuse ? check_resume(prep, folder) : std::nullopt;
+      const auto from = check_resume(prep, folder);
+      for (const auto& why : from ? from->refused : std::vector<std::string>{}) {
+        core_log().warn("resume: passed over checkpoint ", why);
+      }
       held = claim_run_folder(folder, reuse, from ? from->step : 0);
       checkpoint::claim_checkpoints(prep.config->table("checkpoint"), folder);
       write_lock(prep, folder);
+      resume_from = from ? fs::absolute(from->folder).string() : "";
+      store.set("resume-from", "at:" + resume_from);  // never empty: a key the store holds
       store.set("run-dir", "ok:" + fs::absolute(folder).string());
       return folder;
     } catch (const std::exception& e) {
@@ -67,6 +76,7 @@ std::string make_folder_as_ranks(const WorkerEnv& worker, const RunArgs& args, c
   }
   const std::string verdict = store.wait_get("run-dir", prep.dist.rendezvous_timeout, "rank 0 to make the run folder");
   PLAIT_CHECK(verdict.rfind("ok:", 0) == 0, concat("rank 0 could not make the run folder: ", verdict), "");
+  resume_from = store.wait_get("resume-from", prep.dist.rendezvous_timeout, "rank 0's checkpoint to resume from").substr(3);
   return verdict.substr(3);
 }
 
@@ -140,7 +150,9 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   if (!cores.empty()) bind_process_to(cores);
   std::unique_ptr<JobStore> store = join_store(worker, prep, who);
   RunFolderLock held;  // rank 0's, under torchrun or Slurm: the run folder is this job's while it trains
-  const std::string folder = from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store, held);
+  std::string resume_from;  // under plait's launcher, its --set checkpoint.resume_from says it
+  const std::string folder =
+      from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store, held, resume_from);
   const std::string log_file = (fs::path(folder) / concat("rank-", worker.rank, ".log")).string();
   if (!from_plait) add_log_file(log_file);
   // The run's status: the node's first rank under plait's launcher (its steps), rank 0 otherwise (all of it).
@@ -176,6 +188,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     }
     if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // the kernel's word
     RunPlan plan = run_plan(prep, folder, joined.world.get(), status.get());
+    plan.resume_from = resume_from;
     plan.local_world_size = worker.local_world_size;
     plan.local_rank = worker.local_rank;
     plan.bound_cores = static_cast<int>(cores.size());
@@ -195,7 +208,9 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     } catch (const std::exception&) {
       // The store is gone (its host failed first): the error below is still this rank's news.
     }
-    if (status && !from_plait) status->failed(message);  // under plait's launcher, the launcher writes it
+    // Under plait's launcher the launcher writes how it ended; this rank's last step goes first.
+    if (status && from_plait) status->stopping(message);
+    if (status && !from_plait) status->failed(message);
     throw;
   }
   if (status && !from_plait) status->finished();

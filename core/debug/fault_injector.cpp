@@ -64,7 +64,9 @@ double FaultInjector::at_step(int64_t step) {
   double slow_ms = 0.0;
   for (const auto& f : faults_) {
     if (f.kind == FaultKind::slow) {
-      if (step >= f.step) slow_ms += f.ms;
+      if (step < f.step) continue;
+      slow_ms += f.ms;
+      if (slowed_.insert(&f).second) record(f, concat("from step ", step, " on"));  // once: the drill's proof it struck
     } else if (f.op == 0 && f.step == step && f.kind != FaultKind::corrupt && f.kind != FaultKind::mismatch) {
       strike(f, concat("at the start of step ", step));
     }

@@ -5,6 +5,7 @@
 // no injector, and the hooks cost a null check.
 #include <atomic>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ class FaultInjector {
   std::vector<FaultSpec> faults_;
   int rank_ = 0, attempt_ = 0;
   std::string run_folder_;
+  std::set<const FaultSpec*> slowed_;  // slow faults recorded as struck
   std::atomic<const FaultSpec*> aborted_{nullptr};  // the abort fault (in faults_, fixed since construction), once it struck
 };
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "plait/sdk/error.hpp"
@@ -42,10 +43,13 @@ FaultSpec parse_one(const std::string& text, const std::string& place) {
   f.text = text;
   f.place = place;
   bool has_rank = false;
+  std::set<std::string> keys;
   for (std::string word; words >> word;) {
     const auto eq = word.find('=');
     PLAIT_CHECK(eq != std::string::npos, concat(bad, "'", word, "' is not key=value"), form);
     const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    PLAIT_CHECK(keys.insert(key).second, concat(bad, key, "= is given twice: which one is meant?"),
+                concat("give ", key, "= once"));
     if (key == "rank") {
       f.rank = static_cast<int>(whole_number(value, key, bad));
       has_rank = true;
@@ -95,21 +99,60 @@ std::vector<FaultSpec> parse_faults(const std::vector<std::string>& specs, const
   return out;
 }
 
-void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps, int64_t max_restarts) {
-  for (const auto& f : faults) {
-    PLAIT_CHECK(f.rank < world_size,
-                concat(f.place, ": fault '", f.text, "' is on rank ", f.rank, ", which this job does not have (", world_size,
-                       " ranks)"),
-                concat("choose a rank from 0 to ", world_size - 1));
-    PLAIT_CHECK(f.step <= steps,
-                concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", past the run's last step (", steps,
-                       "): it would never happen"),
-                concat("choose a step from 1 to ", steps));
-    PLAIT_CHECK(f.attempt <= max_restarts,
-                concat(f.place, ": fault '", f.text, "' strikes in attempt ", f.attempt, ", but the job restarts at most ",
-                       max_restarts, " time(s): it would never happen"),
-                "raise [distributed] max_restarts (--max-restarts), or leave attempt= out for the first start");
+namespace {
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+// A group the rank is in, or a plugin's subgroup under one.
+bool in_group(const std::vector<std::string>& groups, const std::string& group) {
+  for (const auto& g : groups) {
+    if (group == g || group.rfind(g + ".", 0) == 0) return true;
   }
+  return false;
+}
+
+void check_reach(const FaultSpec& f, const FaultReach& reach) {
+  const std::string fault = concat(f.place, ": fault '", f.text, "'");
+  PLAIT_CHECK(f.rank < reach.world_size,
+              concat(fault, " is on rank ", f.rank, ", which this job does not have (", reach.world_size, " ranks)"),
+              concat("choose a rank from 0 to ", reach.world_size - 1));
+  PLAIT_CHECK(f.step <= reach.steps,
+              concat(fault, " is at step ", f.step, ", past the run's last step (", reach.steps, "): it would never happen"),
+              concat("choose a step from 1 to ", reach.steps));
+  PLAIT_CHECK(f.attempt <= reach.max_restarts,
+              concat(fault, " strikes in attempt ", f.attempt, ", but the job restarts at most ", reach.max_restarts,
+                     " time(s): it would never happen"),
+              "raise [distributed] max_restarts (--max-restarts), or leave attempt= out for the first start");
+  if (f.op > 0 && reach.groups_of) {
+    const std::vector<std::string> groups = reach.groups_of(f.rank);
+    PLAIT_CHECK(in_group(groups, f.group),
+                concat(fault, " is on group ", f.group, ", which rank ", f.rank,
+                       groups.empty() ? std::string(" never issues a collective on: this job has no groups (one rank)")
+                                      : concat(" is not in: it would never happen (rank ", f.rank, "'s groups: ",
+                                               joined(groups), ")")),
+                groups.empty() ? std::string("a fault on a collective needs a job of several ranks; use step=S")
+                               : concat("name one of rank ", f.rank, "'s groups: ", joined(groups)));
+  }
+  if (f.kind == FaultKind::corrupt && reach.saves_at) {
+    PLAIT_CHECK(reach.saves_at(f.step),
+                concat(fault, " spoils the checkpoint of step ", f.step, ", but this run saves none at step ", f.step,
+                       ": it would never happen"),
+                "corrupt a step that [checkpoint] every (or final, at the last step) saves");
+  }
+}
+
+}  // namespace
+
+void check_faults(const std::vector<FaultSpec>& faults, const FaultReach& reach) {
+  for (const auto& f : faults) check_reach(f, reach);
+}
+
+bool struck(const FaultSpec& fault, const std::string& text, int rank, int attempt) {
+  return text == fault.text && rank == fault.rank && attempt == fault.attempt;
 }
 
 std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place) {

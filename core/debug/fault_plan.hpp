@@ -10,6 +10,7 @@
 // communicators: every later operation fails), corrupt (flip a byte of rank R's file of
 // the checkpoint of step S once it is written).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,25 @@ struct FaultSpec {
 // Parses each spec; `place` names where they came from (the config line, PLAIT_FAULTS) in
 // the error a malformed one gets. Ranks and steps are checked by check_faults.
 std::vector<FaultSpec> parse_faults(const std::vector<std::string>& specs, const std::string& place);
-// Refuses a fault on a rank the job does not have, at a step it never reaches, or in an
-// attempt past the restarts the job may make.
-void check_faults(const std::vector<FaultSpec>& faults, int world_size, int64_t steps, int64_t max_restarts);
+// What a job can meet: its ranks, steps, restarts, the communicator groups each rank is in
+// and the steps it saves a checkpoint at.
+struct FaultReach {
+  int world_size = 1;
+  int64_t steps = 0;
+  int64_t max_restarts = 0;
+  // The groups `rank` issues collectives on ("world", "dp.0", "tp.4", ...); a plugin's
+  // subgroups are named under them ("dp.0.<name>").
+  std::function<std::vector<std::string>(int rank)> groups_of;
+  std::function<bool(int64_t step)> saves_at;  // a checkpoint is written after this step
+};
+
+// Refuses a fault that could never strike: on a rank the job does not have, at a step it
+// never reaches, in an attempt past the restarts the job may make, on a group its rank is
+// not in (or the job does not have), or a corrupt at a step that saves no checkpoint.
+void check_faults(const std::vector<FaultSpec>& faults, const FaultReach& reach);
+
+// Whether a strike recorded in faults.jsonl (its text, rank and attempt) is this fault's.
+bool struck(const FaultSpec& fault, const std::string& text, int rank, int attempt);
 
 // The faults of [debug] faults and of PLAIT_FAULTS together (as parse_faults reads them).
 std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place);

@@ -218,6 +218,18 @@ std::string culprit_state(const FlightRecords& records, int culprit, const std::
   return text;
 }
 
+// Of the ranks that held an operation up, the one where it began: one that wrote no record
+// (killed, or stopped past answering) or crashed, before one that was stopped in the
+// meantime (the launcher stops every rank once one fails, some before they entered it).
+int likeliest_culprit(const FlightRecords& records, const std::vector<int>& culprits) {
+  const auto weight = [&](int rank) {
+    const auto it = records.ranks.find(rank);
+    if (it == records.ranks.end()) return 0;
+    return it->second.reason.rfind("it crashed", 0) == 0 ? 1 : 2;
+  };
+  return *std::min_element(culprits.begin(), culprits.end(), [&](int a, int b) { return weight(a) < weight(b); });
+}
+
 void find_hang(const FlightRecords& records, bool live, FlightFindings& out) {
   const std::map<int, Blocked> blocked = blocked_ranks(records);
   if (blocked.empty()) return;
@@ -269,6 +281,8 @@ void find_hang(const FlightRecords& records, bool live, FlightFindings& out) {
                        culprits.size() == 1 ? "it" : "them", " too, in ", what_else);
   }
   for (int c : culprits) sentence += "; " + culprit_state(records, c, op.group);
+  out.culprit = FlightCulprit{likeliest_culprit(records, culprits), concat(name_op(op), " (", op_context(op, false), ")"),
+                              op.step};
   if (chain.size() > 1) {
     std::string via;
     for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
@@ -369,8 +383,12 @@ std::string rank_list(std::vector<int> ranks) {
 }
 
 FlightRecords read_flight_records(const std::string& run_folder) {
+  return read_flight_folder((fs::path(run_folder) / "flight").string());
+}
+
+FlightRecords read_flight_folder(const std::string& flight_folder) {
   FlightRecords records;
-  const fs::path folder = fs::path(run_folder) / "flight";
+  const fs::path folder = flight_folder;
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) return records;
   static const std::regex name(R"(rank-(\d+)\.json)");
@@ -399,7 +417,19 @@ FlightFindings analyse_flight(const FlightRecords& records, int world_size, bool
   find_hang(records, live, out);
   find_everyone_in(records, out);
   find_straggler(records, index, out);
+  for (const auto& [rank, record] : records.ranks) {  // no one held up: a crash is the news
+    if (out.culprit || record.reason.rfind("it crashed", 0) != 0) continue;
+    const auto in_op = std::find_if(record.ops.begin(), record.ops.end(), [](const FlightRecordOp& op) { return !op.done(); });
+    out.culprit = FlightCulprit{rank, in_op == record.ops.end() ? "" : concat(name_op(*in_op), " (", op_context(*in_op, false), ")"),
+                                record.step};
+  }
   return out;
+}
+
+int64_t steps_ended(const FlightRecords& records) {
+  int64_t least = -1;
+  for (const auto& [rank, record] : records.ranks) least = least < 0 ? record.step : std::min(least, record.step);
+  return std::max<int64_t>(least - 1, 0);
 }
 
 std::string flight_paragraph(const FlightRecords& records, const FlightFindings& findings, int world_size) {

@@ -7,6 +7,7 @@
 // launcher prints it when a job fails; `plait debug RUN` prints it for any run.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,29 @@ struct FlightRecords {
 
 // Every rank-<r>.json in <run folder>/flight (none: an empty set).
 FlightRecords read_flight_records(const std::string& run_folder);
+// The same of one folder of records (flight/, or an earlier start's flight/attempt-<n>/).
+FlightRecords read_flight_folder(const std::string& flight_folder);
+
+// The rank the findings blame: the one that held the others up (the hang's first
+// culprit), else a rank that crashed; with the operation the others waited in for it, or
+// the one it was in, and the step.
+struct FlightCulprit {
+  int rank = -1;
+  std::string operation;  // "all_reduce #12 on group dp.0 (ddp grad-reduce, step 7)"; empty: in none
+  int64_t step = 0;
+};
 
 struct FlightFindings {
   std::vector<std::string> hang, desync, straggler;  // sentences, the most telling first
   std::vector<int> silent;  // ranks of the job that wrote no record
+  std::optional<FlightCulprit> culprit;
   bool empty() const { return hang.empty() && desync.empty() && straggler.empty(); }
 };
+
+// The last step every rank with a record had ended: a rank records the step it is in, so
+// one before the least of those (0: no records). What a failed job reached when the rank
+// that keeps its status could not say.
+int64_t steps_ended(const FlightRecords& records);
 
 // `world_size`: the job's ranks (a rank with no record is named as such). `live`: the job
 // is still running (plait debug), so a short wait is "in flight", not a hang.

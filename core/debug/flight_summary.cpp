@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,30 @@ std::string summarise_flight(const std::string& run_folder, int world_size, bool
     std::ofstream(fs::path(run_folder) / "flight" / "report.txt") << paragraph << "\n";
   }
   return paragraph;
+}
+
+std::vector<AttemptFlight> attempts_flight(const std::string& run_folder, int world_size, bool live) {
+  const fs::path flight = fs::path(run_folder) / "flight";
+  static const std::regex kept(R"(attempt-(\d+))");
+  std::vector<AttemptFlight> ended;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(flight, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory(ec) && std::regex_match(name, m, kept)) ended.push_back({std::stoi(m[1].str()), entry.path().string(), ""});
+  }
+  std::sort(ended.begin(), ended.end(), [](const auto& a, const auto& b) { return a.attempt > b.attempt; });
+  std::vector<AttemptFlight> out;
+  // The latest start's: its records are flight/'s own (none when it ended well and no one asked).
+  out.push_back({ended.empty() ? 0 : ended.front().attempt + 1, flight.string(), ""});
+  out.insert(out.end(), ended.begin(), ended.end());
+  for (auto& a : out) {
+    const FlightRecords records = read_flight_folder(a.folder);
+    int world = world_size;
+    if (!records.ranks.empty()) world = std::max(world, records.ranks.rbegin()->first + 1);
+    a.paragraph = flight_paragraph(records, analyse_flight(records, world, live && a.folder == flight.string()), world);
+  }
+  return out;
 }
 
 namespace {

@@ -12,6 +12,15 @@ namespace plait {
 // as many as the records' highest rank says.
 std::string summarise_flight(const std::string& run_folder, int world_size, bool live = false);
 
+// Every start of a run, newest first: a job that restarted itself keeps each ended
+// start's records in flight/attempt-<n>/, the latest start's in flight/.
+struct AttemptFlight {
+  int attempt = 0;            // 0: the first start
+  std::string folder;         // its records' folder
+  std::string paragraph;      // "" when no rank of it wrote a record
+};
+std::vector<AttemptFlight> attempts_flight(const std::string& run_folder, int world_size, bool live = false);
+
 struct LiveRank {
   int rank = 0;
   int pid = 0;

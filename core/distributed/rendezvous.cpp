@@ -161,16 +161,48 @@ void JobStore::set_job(const std::string& job_id, const std::string& key_space) 
   prefix_ = "plait/" + job_id + "/" + (key_space.empty() ? "" : key_space + "/");
 }
 
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+namespace {
+
+// A listening socket on 127.0.0.1:`port` (0: a free one), which the store takes over: c10d's
+// own server binds every interface, and only a socket of our own can be bound narrower.
+int loopback_listener(int& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  PLAIT_CHECK(fd >= 0, concat("cannot open a socket for the rendezvous store: ", std::strerror(errno)), "check the process's file limits");
+  const int on = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 2048) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw Error(concat("cannot host the rendezvous store on 127.0.0.1:", port, ": ", why),
+                "the port may be taken; choose another with --master-port");
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+}  // namespace
+
 std::unique_ptr<JobStore> JobStore::host(int port, const std::string& job_id, std::chrono::milliseconds timeout,
-                                         const std::string& token) {
+                                         const std::string& token, bool loopback_only) {
   c10d::TCPStoreOptions options;
+  if (loopback_only) options.masterListenFd = loopback_listener(port);
   options.port = static_cast<uint16_t>(port);
   options.isServer = true;
   options.waitWorkers = false;
   options.timeout = timeout;
   std::unique_ptr<JobStore> s(new JobStore());
   try {
-    auto tcp = c10::make_intrusive<c10d::TCPStore>("0.0.0.0", options);
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(loopback_only ? "127.0.0.1" : "0.0.0.0", options);
     s->port_ = tcp->getPort();
     s->store_ = std::move(tcp);
   } catch (const std::exception& e) {

@@ -25,12 +25,16 @@ namespace plait {
 
 class NodeHeartbeat;
 
+// 127.x.x.x, ::1 or localhost.
+bool is_loopback(const std::string& addr);
+
 class JobStore {
  public:
-  // Listens on `port` (0: a free port) on every interface, and publishes the job id and
-  // the check of `token` (empty: the job has none).
+  // Listens on `port` (0: a free port), and publishes the job id and the check of `token`
+  // (empty: the job has none). `loopback_only`: on 127.0.0.1 alone, for a job of one node,
+  // which no other machine needs to reach; else on every interface.
   static std::unique_ptr<JobStore> host(int port, const std::string& job_id, std::chrono::milliseconds timeout,
-                                        const std::string& token);
+                                        const std::string& token, bool loopback_only = false);
   // Connects to a store, failing after `timeout` with the address and `who` in the message.
   // An empty job id adopts the one the host published. `token` must pass the store's check
   // (refused in one sentence otherwise); `publish_check`: this process publishes it (rank

@@ -18,14 +18,21 @@ int64_t wall_us() {
 }
 
 nlohmann::json report_json(const StopReport& r) {
-  return {{"node", r.node},   {"interrupted", r.interrupted}, {"cause", r.cause},      {"rank", r.rank},
-          {"noticed_us", r.noticed_us}, {"fault", r.fault},   {"fault_us", r.fault_us}};
+  return {{"node", r.node},   {"interrupted", r.interrupted}, {"signal", r.signal},         {"cause", r.cause},
+          {"rank", r.rank},   {"noticed_us", r.noticed_us},   {"fault", r.fault},           {"fault_us", r.fault_us}};
 }
 
 StopReport report_of(const nlohmann::json& j) {
-  return {j.at("node").get<int>(),         j.at("interrupted").get<bool>(), j.at("cause").get<std::string>(),
-          j.at("rank").get<int>(),         j.at("noticed_us").get<int64_t>(), j.at("fault").get<std::string>(),
-          j.at("fault_us").get<int64_t>()};
+  StopReport r;
+  r.node = j.at("node").get<int>();
+  r.interrupted = j.at("interrupted").get<bool>();
+  r.signal = j.value("signal", 0);
+  r.cause = j.at("cause").get<std::string>();
+  r.rank = j.at("rank").get<int>();
+  r.noticed_us = j.at("noticed_us").get<int64_t>();
+  r.fault = j.at("fault").get<std::string>();
+  r.fault_us = j.at("fault_us").get<int64_t>();
+  return r;
 }
 
 }  // namespace
@@ -73,7 +80,8 @@ void publish_decision(JobStore& job, int attempt, const RestartDecision& d) {
                                                    {"resume_from", d.resume_from},
                                                    {"resume_step", d.resume_step},
                                                    {"refused", d.refused},
-                                                   {"origin", report_json(d.origin)}}
+                                                   {"origin", report_json(d.origin)},
+                                                   {"stop_signal", d.stop_signal}}
                                         .dump());
 }
 
@@ -89,6 +97,7 @@ std::optional<RestartDecision> await_decision(JobStore& job, int attempt, std::c
       d.resume_step = j.at("resume_step").get<int64_t>();
       d.refused = j.at("refused").get<std::vector<std::string>>();
       d.origin = report_of(j.at("origin"));
+      d.stop_signal = j.value("stop_signal", 0);
       return d;
     }
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;

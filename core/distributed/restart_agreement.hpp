@@ -23,6 +23,7 @@ struct StopReport {
   int64_t noticed_us = 0;    // wall clock, µs since the epoch
   std::string fault;         // an injected fault that struck on that node in that attempt
   int64_t fault_us = 0;
+  int signal = 0;            // the signal it was told to stop with
 };
 
 struct RestartDecision {
@@ -32,6 +33,7 @@ struct RestartDecision {
   int64_t resume_step = 0;
   std::vector<std::string> refused;  // newer checkpoints passed over, with why
   StopReport origin;                 // where the fault came from, as the launcher nearest it saw it
+  int stop_signal = 0;               // not restarted because a launcher was told to stop, with this signal
 
   static RestartDecision none(std::string why) {
     RestartDecision d;

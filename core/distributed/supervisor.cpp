@@ -315,10 +315,11 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     if (const int sig = g_signal.load()) {
       const auto noticed = std::chrono::system_clock::now();
       if (spec.abort) spec.abort->post(concat("the launcher on ", spec.node, " got signal ", sig));
+      const std::string why = concat("interrupted by signal ", sig, " (", strsignal(sig), ")");
+      if (spec.on_stopping) spec.on_stopping(concat(why, ": stopping every rank"));
       stop_all(children, spec);
       finish();
-      JobStopped stopped(Error(concat("interrupted by signal ", sig, " (", strsignal(sig), "); every rank was stopped"), ""),
-                         -1, /*interrupted=*/true);
+      JobStopped stopped(Error(concat(why, "; every rank was stopped"), ""), -1, /*interrupted=*/true, sig);
       stopped.noticed = noticed;
       throw stopped;
     }
@@ -328,6 +329,7 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
       JobStopped stopped = with_lost_node(rank_failure_error(c, spec, pending), spec);
+      if (spec.on_stopping) spec.on_stopping(concat("rank ", c.launch.rank, " ", describe_exit(c.status), ": stopping the others"));
       stop_all(children, spec);
       finish();
       stopped.noticed = noticed;
@@ -342,6 +344,7 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       if (!reason) reason = spec.abort->lost(std::chrono::milliseconds::max());  // this node's store is gone
       if (reason) {
         const auto noticed = std::chrono::system_clock::now();
+        if (spec.on_stopping) spec.on_stopping(concat("stopping because ", *reason));
         stop_all(children, spec);
         finish();
         JobStopped stopped(Error(concat("stopped because ", *reason), "see that node's launcher output and rank logs"), -1,

@@ -63,17 +63,21 @@ struct SupervisorSpec {
   AbortChannel* abort = nullptr;
   std::chrono::milliseconds grace{3000};  // SIGTERM, then SIGKILL after this
   std::function<void()> on_tick;          // called about every 100 ms while the ranks run
+  // Called once the ranks are to be stopped (a failure, or a stop asked for), before their
+  // grace period: why, in a sentence.
+  std::function<void(const std::string&)> on_stopping;
 };
 
 // Why the ranks were stopped early: the first failure in its own words, which rank it was
 // (-1: not one of this node's, or none), whether the launcher itself was told to stop
-// (a job is not restarted after that), and when the launcher noticed it.
+// (a job is not restarted after that), with which signal, and when the launcher noticed it.
 class JobStopped : public Error {
  public:
-  JobStopped(const Error& e, int rank, bool interrupted)
-      : Error(e.what(), e.hint(), e.origin()), rank(rank), interrupted(interrupted) {}
+  JobStopped(const Error& e, int rank, bool interrupted, int signal = 0)
+      : Error(e.what(), e.hint(), e.origin()), rank(rank), interrupted(interrupted), signal(signal) {}
   int rank = -1;
   bool interrupted = false;
+  int signal = 0;
   std::chrono::system_clock::time_point noticed = std::chrono::system_clock::now();
 };
 

@@ -7,6 +7,7 @@
 
 #include "debug/fault_plan.hpp"
 #include "distributed/launch_env.hpp"
+#include "distributed/mesh.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/short_number.hpp"
 
@@ -73,6 +74,34 @@ void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh) {
               "set [parallel] tensor = \"megatron\", or tp = 1");
 }
 
+namespace {
+
+// The groups World connects: the whole world and each axis of more than one rank.
+std::vector<std::string> groups_of(const MeshShape& shape, int rank) {
+  std::vector<std::string> groups;
+  if (shape.world() == 1) return groups;
+  groups.push_back("world");
+  const Mesh mesh(shape, rank);
+  for (Axis axis : {Axis::pp, Axis::dp, Axis::tp}) {
+    if (shape.size(axis) > 1) groups.push_back(mesh.group_name(axis));
+  }
+  return groups;
+}
+
+FaultReach fault_reach(const ResolvedConfig& config, const MeshShape& mesh) {
+  const int64_t steps = config.train().steps;
+  const Options& checkpoint = config.table("checkpoint");
+  const int64_t every = checkpoint.get<int64_t>("every");
+  const bool final = checkpoint.get<bool>("final");
+  return {.world_size = mesh.world(),
+          .steps = steps,
+          .max_restarts = std::max<int64_t>(config.distributed().max_restarts, torchrun_max_restarts()),
+          .groups_of = [mesh](int rank) { return groups_of(mesh, rank); },
+          .saves_at = [=](int64_t step) { return (every > 0 && step % every == 0) || (final && step == steps); }};
+}
+
+}  // namespace
+
 void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& mesh) {
   const Options& data = config.table("data");
   if (config.data().source == "synthetic") {
@@ -100,8 +129,7 @@ void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& m
                 concat("choose a step from 1 to ", steps, ", or 0 for none"));
   }
   // Faults: malformed ones, and ones that would never strike, are refused before launch.
-  check_faults(configured_faults(config.debug().faults, debug.where("faults")), static_cast<int>(mesh.world()), steps,
-               std::max<int64_t>(config.distributed().max_restarts, torchrun_max_restarts()));
+  check_faults(configured_faults(config.debug().faults, debug.where("faults")), fault_reach(config, mesh));
   for (const char* key : {"nonfinite_rank", "slow_rank"}) {
     PLAIT_CHECK(debug.get<int64_t>(key) < mesh.world(),
                 concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is not a rank of this job (",

@@ -4,6 +4,7 @@
 
 #include "distributed/core_binding.hpp"
 #include "plait/sdk/error.hpp"
+#include "debug/fault_plan.hpp"
 #include "run/resume_check.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "run/run_folder.hpp"
@@ -65,12 +66,21 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
   if (const auto from = check_resume(prep, plan.folder)) {
     plan.resume = from->folder.string();
     plan.resume_step = from->step;
+    plan.resume_refused = from->refused;
   }
   for (const int64_t step : prep.config->debug().trace_steps) {
     PLAIT_CHECK(step > plan.resume_step,
                 concat(prep.config->table("debug").where("trace_steps"), ": [debug] trace_steps names step ", step,
                        ", but this run resumes after step ", plan.resume_step, ": it would never be traced"),
                 concat("trace steps from ", plan.resume_step + 1, " on"));
+  }
+  // A fault of the first start at a step this run resumes past would never strike.
+  for (const auto& f : configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults"))) {
+    const bool at_a_step = f.op == 0 && f.kind != FaultKind::slow;
+    PLAIT_CHECK(!at_a_step || f.attempt > 0 || f.step > plan.resume_step,
+                concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", but this run resumes after step ",
+                       plan.resume_step, ": it would never happen"),
+                concat("choose a step from ", plan.resume_step + 1, " on"));
   }
   if (plan.reuse_folder && !plan.resume) {
     const auto status = read_run_status(plan.folder);

@@ -5,6 +5,7 @@
 // same flags, so "valid" means "will start".
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "run/prepare.hpp"
 
@@ -28,6 +29,7 @@ struct LaunchPlan {
   bool reuse_folder = false;
   std::optional<std::string> resume;  // the checked checkpoint this run resumes from
   int64_t resume_step = 0;
+  std::vector<std::string> resume_refused;  // newer checkpoints passed over for it, with why
 };
 
 // The number of processes the flags imply (--nnodes x --nproc-per-node), or 0.

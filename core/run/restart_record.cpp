@@ -16,6 +16,14 @@ nlohmann::ordered_json seconds(const std::optional<double>& s) {
   return s ? nlohmann::ordered_json(std::round(*s * 1000.0) / 1000.0) : nlohmann::ordered_json();
 }
 
+nlohmann::ordered_json optional_rank(int rank) {
+  return rank >= 0 ? nlohmann::ordered_json(rank) : nlohmann::ordered_json();
+}
+
+int rank_of(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<int>() : -1;
+}
+
 std::optional<double> seconds_of(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || !j.at(key).is_number()) return std::nullopt;
   return j.at(key).get<double>();
@@ -28,7 +36,14 @@ void write_restart_records(const std::string& run_folder, const std::vector<Rest
   for (const auto& r : records) {
     all.push_back({{"restart", r.restart},
                    {"cause", r.cause},
-                   {"rank", r.rank >= 0 ? nlohmann::ordered_json(r.rank) : nlohmann::ordered_json()},
+                   {"rank", optional_rank(r.rank)},
+                   {"culprit", r.rank < 0 ? nlohmann::ordered_json()
+                                          : nlohmann::ordered_json{{"rank", r.rank},
+                                                                   {"operation", r.culprit_operation.empty()
+                                                                                     ? nlohmann::ordered_json()
+                                                                                     : nlohmann::ordered_json(r.culprit_operation)},
+                                                                   {"step", r.culprit_step}}},
+                   {"reported_by_rank", optional_rank(r.reported_by_rank)},
                    {"node", r.node},
                    {"at", r.at},
                    {"fault", r.fault.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(r.fault)},
@@ -54,7 +69,13 @@ std::vector<RestartRecord> read_restart_records(const std::string& run_folder) {
       RestartRecord r;
       r.restart = j.value("restart", 0);
       r.cause = j.value("cause", "");
-      r.rank = j.at("rank").is_number() ? j.at("rank").get<int>() : -1;
+      r.rank = rank_of(j, "rank");
+      r.reported_by_rank = rank_of(j, "reported_by_rank");
+      if (j.contains("culprit") && j.at("culprit").is_object()) {
+        const auto& c = j.at("culprit");
+        if (c.contains("operation") && c.at("operation").is_string()) r.culprit_operation = c.at("operation").get<std::string>();
+        r.culprit_step = c.value("step", int64_t{0});
+      }
       r.node = j.value("node", 0);
       r.at = j.value("at", "");
       r.fault = j.at("fault").is_string() ? j.at("fault").get<std::string>() : "";

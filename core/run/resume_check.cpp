@@ -109,25 +109,58 @@ void check_init_from(const PreparedRun& prep) {
   });
 }
 
+namespace {
+
+// What a damaged checkpoint fails: its index, its files, their checksums (every byte,
+// before any rank starts; the ranks check again as they read).
+checkpoint::CheckpointIndex sound_index(const fs::path& folder, bool named) {
+  const checkpoint::CheckpointIndex index = checkpoint::read_index(folder);
+  if (!named) checkpoint::check_name_is_step(folder);
+  check_files(folder, index);
+  checkpoint::CheckpointReader(folder).verify();
+  return index;
+}
+
+std::string refusals(const std::vector<std::string>& refused) {
+  std::string out;
+  for (const auto& r : refused) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
+}  // namespace
+
 std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder) {
   const Options& c = prep.config->table("checkpoint");
   const std::string place = c.has("resume_from") ? c.where("resume_from") : c.where("resume");
   return at_place(place, [&]() -> std::optional<ResumePoint> {
-    const auto folder = checkpoint::resume_source(c, run_folder);
-    if (!folder) return std::nullopt;
-    const checkpoint::CheckpointIndex index = checkpoint::read_index(*folder);
-    check_files(*folder, index);
-    // Every byte against its checksum, before any rank starts (the ranks check again as they read).
-    checkpoint::CheckpointReader(*folder).verify();
-    check_checkpoint_holds_model(*folder, index, prep.pipeline.shapes);
-    check_data(prep, *folder, index);
-    check_batch(prep, *folder, index);
+    const auto choice = checkpoint::resume_choice(c, run_folder);
+    if (!choice) return std::nullopt;
+    ResumePoint point;
+    checkpoint::CheckpointIndex index;
+    for (const fs::path& folder : choice->newest_first) {
+      try {
+        index = sound_index(folder, choice->named);
+        point.folder = folder;
+        break;
+      } catch (const std::exception& e) {
+        if (choice->named) throw;
+        point.refused.push_back(concat(folder.filename().string(), ": ", e.what()));
+      }
+    }
+    PLAIT_CHECK(!point.folder.empty(),
+                concat("no checkpoint in ", choice->root.string(), " can be resumed, each fails its checks: ",
+                       refusals(point.refused)),
+                "resume from another run's checkpoint, or start afresh with another --out");
+    check_checkpoint_holds_model(point.folder, index, prep.pipeline.shapes);
+    check_data(prep, point.folder, index);
+    check_batch(prep, point.folder, index);
     const int64_t steps = prep.config->train().steps;
     PLAIT_CHECK(index.step < steps,
-                concat("checkpoint ", folder->string(), " is at step ", index.step, " and train.steps is ", steps,
+                concat("checkpoint ", point.folder.string(), " is at step ", index.step, " and train.steps is ", steps,
                        ": nothing is left to train"),
                 "raise train.steps (--steps) past the checkpoint's step");
-    return ResumePoint{*folder, index.step};
+    point.step = index.step;
+    return point;
   });
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "checkpoint/checkpoint_index.hpp"
 #include "run/prepare.hpp"
@@ -16,8 +17,11 @@ namespace plait {
 struct ResumePoint {
   std::filesystem::path folder;
   int64_t step = 0;
+  std::vector<std::string> refused;  // newer checkpoints passed over, "step-8: <why>", newest first
 };
-// The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh start.
+// The checkpoint the run resumes from (checkpoint_location.hpp), checked; nothing: a fresh
+// start. A newer checkpoint that fails its index, files or checksums is passed over for the
+// one before (as a restart's is), unless the user named it itself (a step-<N> folder).
 std::optional<ResumePoint> check_resume(const PreparedRun& prep, const std::string& run_folder);
 
 inline constexpr const char* kDamagedHint =

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -52,7 +53,7 @@ std::string host_name() {
 
 // A writer that said the run is under way, and is no longer there to finish it.
 bool writer_gone(const RunStatusRecord& r) {
-  const bool under_way = r.state == "starting" || r.state == "running" || r.state == "restarting";
+  const bool under_way = !r.state.empty() && !is_final_state(r.state);
   if (!under_way || r.pid <= 0 || r.host.empty() || r.host != host_name()) return false;
   return ::kill(static_cast<pid_t>(r.pid), 0) != 0 && errno == ESRCH;
 }
@@ -86,29 +87,42 @@ std::optional<RunStatusRecord> read_run_status(const std::string& folder) {
   }
 }
 
+bool is_final_state(const std::string& state) {
+  return state == "finished" || state == "stopped" || state == "failed";
+}
+
 namespace {
-// A process that has said its run failed has said how it ended: a stop notice's thread
-// writes it while the main thread may still finish a step and write "running". Such a
-// later write only carries its step into the failed record.
+// A process that has said its run failed, stopped or is stopping has said how it ends: a
+// stop notice's thread writes it while the main thread may still finish a step and write
+// "running". Such a later write only carries its step into the said record; a final state
+// (the launcher's, once its ranks stopped) replaces "stopping".
 std::mutex g_status_mutex;
-std::map<std::string, RunStatusRecord> g_failed;
+std::map<std::string, RunStatusRecord> g_said_end;
 std::map<std::string, int64_t> g_running_step;  // the highest step written as "running", by folder
 
-bool said_failed(const std::string& folder) {
+bool said_end(const std::string& folder) {
   const std::lock_guard<std::mutex> lock(g_status_mutex);
-  return g_failed.count(folder) != 0;
+  return g_said_end.count(folder) != 0;
 }
+
+bool ends(const std::string& state) { return state == "stopping" || is_final_state(state); }
 
 }  // namespace
 
 void write_run_status(const std::string& folder, RunStatusRecord record) {
   const std::lock_guard<std::mutex> lock(g_status_mutex);
-  if (auto failed = g_failed.find(folder); failed != g_failed.end()) {
-    if (record.step <= failed->second.step) return;
-    failed->second.step = record.step;
-    record = failed->second;
-  } else if (record.state == "failed") {
-    g_failed[folder] = record;
+  auto said = g_said_end.find(folder);
+  // What follows a stop: how the job ended, or its restart (whose ranks run on).
+  const bool moves_on = said != g_said_end.end() && said->second.state == "stopping" &&
+                        (is_final_state(record.state) || record.state == "restarting");
+  const bool said_before = said != g_said_end.end() && !moves_on;
+  if (moves_on) g_said_end.erase(said);
+  if (said_before) {
+    if (record.step <= said->second.step) return;
+    said->second.step = record.step;
+    record = said->second;
+  } else if (ends(record.state)) {
+    g_said_end[folder] = record;
   } else if (record.state == "running") {
     int64_t& highest = g_running_step[folder];
     if (g_every_step.load() && record.step < highest) return;  // the main thread got further than a stop notice's thread
@@ -153,21 +167,35 @@ void RunStatus::running(int64_t step, bool now_please) {
   if (first_step_hook_) std::exchange(first_step_hook_, nullptr)(step);
   const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   const bool due = now_please || g_every_step.load() || step >= record_.steps || now - last_write_ns_ >= 1'000'000'000;
-  if (!due && !said_failed(folder_)) return;
+  if (!due && !said_end(folder_)) return;
   last_write_ns_ = now;
   write("running", "");
 }
 
 // Another process (the node's first rank, under a launcher) may have written later steps.
-void RunStatus::finished() {
+void RunStatus::catch_up(int64_t step_ended) {
   if (auto earlier = read_run_status(folder_)) record_.step = std::max(record_.step, earlier->step);
+  record_.step = std::max({record_.step, last_step_ended(), step_ended});
+}
+
+void RunStatus::finished() {
+  catch_up(0);
   write("finished", "");
 }
 
-void RunStatus::failed(const std::string& reason) {
-  if (auto earlier = read_run_status(folder_)) record_.step = std::max(record_.step, earlier->step);
-  record_.step = std::max(record_.step, last_step_ended());
+void RunStatus::failed(const std::string& reason, int64_t step_ended) {
+  catch_up(step_ended);
   write("failed", reason);
+}
+
+void RunStatus::stopping(const std::string& reason) {
+  catch_up(0);
+  write("stopping", reason);
+}
+
+void RunStatus::stopped(const std::string& reason, int64_t step_ended) {
+  catch_up(step_ended);
+  write("stopped", reason);
 }
 
 void RunStatus::write(const std::string& state, const std::string& reason) {

@@ -1,6 +1,7 @@
 #pragma once
-// status.json in a run folder says whether the run is starting, running, finished or
-// failed, with the reason, the last step and the time, so that nobody has to read logs
+// status.json in a run folder says whether the run is starting, running, stopping,
+// restarting, finished, stopped (a user or a scheduler asked: Ctrl-C, SIGTERM) or failed,
+// with the reason, the last step and the time, so that nobody has to read logs
 // (or guess from a missing final line) to know how a run ended:
 //
 //   {"state": "failed", "reason": "step 7: the loss is nan; ...", "step": 7, "steps": 20,
@@ -20,8 +21,8 @@
 namespace plait {
 
 struct RunStatusRecord {
-  std::string state;   // "starting", "running", "finished", "failed"
-  std::string reason;  // why it failed; empty otherwise
+  std::string state;   // "starting", "running", "stopping", "restarting", "finished", "stopped", "failed"
+  std::string reason;  // why it failed, stopped or is stopping; empty otherwise
   int64_t step = 0;    // the last step that ended
   int64_t steps = 0;   // the steps the run was asked for
   std::string started, updated;  // UTC, ISO 8601
@@ -38,9 +39,13 @@ std::string utc_now();
 // before it could say so) reads as failed, saying that.
 std::optional<RunStatusRecord> read_run_status(const std::string& folder);
 
+// Whether a state says the run is over (finished, stopped, failed).
+bool is_final_state(const std::string& state);
+
 // Writes it whole; `updated` and `pid` are filled in here. Once this process has written
-// that the run in `folder` failed, a later write only moves that record's step on (the
-// main thread finishing a step after a stop notice's thread said how the run ended).
+// that the run in `folder` failed, stopped or is stopping, a later write of a state
+// under way only moves that record's step on (the main thread finishing a step after a
+// stop notice's thread said how the run ends).
 void write_run_status(const std::string& folder, RunStatusRecord record);
 
 // The last step any RunStatus of this process saw end (0: none), written or not: what a
@@ -54,7 +59,8 @@ int64_t last_step_ended();
 void write_every_step_from_now();
 
 // A writer that keeps one run's status current. State "restarting": the job failed and
-// its launchers are starting it again (reason: why).
+// its launchers are starting it again (reason: why). "stopping": a stop was asked for or a
+// rank failed, and the ranks are being stopped (their grace period); the final state follows.
 class RunStatus {
  public:
   // Keeps the restarts and faults an earlier writer of the folder's status recorded.
@@ -67,12 +73,17 @@ class RunStatus {
   // After each step; writes at most once a second (and always the last step, and when
   // `now`: a step that went wrong, so that a failure that follows names it).
   void running(int64_t step, bool now = false);
-  // Both keep the last step written (a rank may have written it).
+  // Each keeps the last step written (a rank may have written it), or `step_ended` when
+  // that is later: what the caller knows ended that the file does not say yet.
   void finished();
-  void failed(const std::string& reason);
+  void failed(const std::string& reason, int64_t step_ended = 0);
+  void stopping(const std::string& reason);
+  // A stop that was asked for (a signal from a user or a scheduler): not a failure.
+  void stopped(const std::string& reason, int64_t step_ended = 0);
 
  private:
   void write(const std::string& state, const std::string& reason);
+  void catch_up(int64_t step_ended);
 
   std::string folder_;
   RunStatusRecord record_;

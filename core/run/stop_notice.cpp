@@ -63,18 +63,21 @@ void watch(StopNotice notice) {
       ::close(fd);
     }
   }
-  if (!launcher_gone) write_all(STDERR_FILENO, "error: " + line + "\n");
+  // A stop that was asked for is no error; the launcher's death is one.
+  if (!launcher_gone) write_all(STDERR_FILENO, line + "\n");
   write_process_flight_record(line);
   // Under plait's launcher the launcher writes how the run ended, unless it is the one that
-  // died; this rank's last step goes first, for the launcher's status to keep.
+  // died; this rank says the job is stopping, at its last step, for the launcher's status to keep.
   if (!notice.status_folder.empty()) {
     write_every_step_from_now();
     try {
       RunStatus status(notice.status_folder, read_run_status(notice.status_folder).value_or(RunStatusRecord{}).steps);
-      if (launcher_gone || !notice.launcher_parent) {
+      if (launcher_gone) {
         status.failed(line);
-      } else if (last_step_ended() > 0) {
-        status.running(last_step_ended(), /*now=*/true);
+      } else if (!notice.launcher_parent) {
+        status.stopped(line);
+      } else {
+        status.stopping(line);
       }
     } catch (const std::exception&) {
       // Nothing more can be said: the folder is gone or full.

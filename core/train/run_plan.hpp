@@ -25,6 +25,9 @@ struct RunPlan {
   int local_rank = 0;
   int bound_cores = 0;  // the cores this rank is bound to ([distributed] bind_cores); 0: not bound
   RunStatus* status = nullptr;  // the run's status.json, when this rank reports its steps there
+  // The checkpoint plait run checked and resumes from, which may be older than the newest
+  // (a damaged one passed over); empty: [checkpoint]'s own answer (resume_source).
+  std::string resume_from;
   // The planner's measured rank (plan/meta_rank.hpp): every tensor a shape on the meta
   // device, no weights loaded, nothing dumped.
   bool on_meta = false;

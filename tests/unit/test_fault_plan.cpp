@@ -14,7 +14,7 @@ namespace {
 
 std::string refusal(const std::vector<std::string>& specs, int world = 4, int64_t steps = 10, int64_t restarts = 0) {
   try {
-    check_faults(parse_faults(specs, "run.toml:7"), world, steps, restarts);
+    check_faults(parse_faults(specs, "run.toml:7"), {.world_size = world, .steps = steps, .max_restarts = restarts});
   } catch (const Error& e) {
     return e.what();
   }
@@ -59,6 +59,58 @@ TEST_CASE("a fault on a rank the job lacks, or past its last step, is refused be
   CHECK(refusal({"kill rank=1 step=2 attempt=1"}, 4, 10, /*restarts=*/1).empty());
   CHECK(parse_faults({"kill rank=1 step=2 attempt=2"}, "x").at(0).attempt == 2);
   CHECK(parse_faults({"kill rank=1 step=2"}, "x").at(0).attempt == 0);
+}
+
+namespace {
+
+// A job of dp 2 x tp 2 (ranks 0-1 and 2-3 are the tp groups tp.0 and tp.2; 0 and 2 make
+// dp.0, 1 and 3 dp.1) that saves a checkpoint every 4 steps of 10 and after the last.
+FaultReach dp2_tp2() {
+  return {.world_size = 4,
+          .steps = 10,
+          .max_restarts = 0,
+          .groups_of = [](int rank) {
+            return std::vector<std::string>{"world", rank % 2 == 0 ? "dp.0" : "dp.1", rank < 2 ? "tp.0" : "tp.2"};
+          },
+          .saves_at = [](int64_t step) { return step % 4 == 0 || step == 10; }};
+}
+
+std::string reach_refusal(const std::string& spec, const FaultReach& reach) {
+  try {
+    check_faults(parse_faults({spec}, "run.toml:7"), reach);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a fault that could never strike is refused before launch: a group its rank is not in, a job of one rank, "
+          "a corrupt at a step that saves nothing",
+          "[debug]") {
+  CHECK(reach_refusal("kill rank=2 op=tp.2#3", dp2_tp2()).empty());
+  CHECK(reach_refusal("mismatch rank=1 op=dp.1#5", dp2_tp2()).empty());
+  CHECK(reach_refusal("hang rank=3 op=dp.1.shard#2", dp2_tp2()).empty());  // a plugin's subgroup under dp.1
+  CHECK_THAT(reach_refusal("kill rank=0 op=tp.2#1", dp2_tp2()),
+             Contains("run.toml:7: fault 'kill rank=0 op=tp.2#1' is on group tp.2, which rank 0 is not in: it would never "
+                      "happen (rank 0's groups: world, dp.0, tp.0)"));
+  CHECK_THAT(reach_refusal("kill rank=1 op=pp.0#1", dp2_tp2()), Contains("is on group pp.0, which rank 1 is not in"));
+  FaultReach one = dp2_tp2();
+  one.world_size = 1;
+  one.groups_of = [](int) { return std::vector<std::string>{}; };
+  CHECK_THAT(reach_refusal("abort rank=0 op=world#1", one),
+             Contains("is on group world, which rank 0 never issues a collective on: this job has no groups (one rank)"));
+  CHECK(reach_refusal("corrupt rank=1 step=8", dp2_tp2()).empty());
+  CHECK(reach_refusal("corrupt rank=1 step=10", dp2_tp2()).empty());
+  CHECK_THAT(reach_refusal("corrupt rank=1 step=6", dp2_tp2()),
+             Contains("fault 'corrupt rank=1 step=6' spoils the checkpoint of step 6, but this run saves none at step 6"));
+}
+
+TEST_CASE("a fault that gives a key twice is refused, not read with one of them", "[debug]") {
+  CHECK_THAT(refusal({"kill rank=1 rank=2 step=3"}),
+             Contains("run.toml:7: fault 'kill rank=1 rank=2 step=3': rank= is given twice"));
+  CHECK_THAT(refusal({"slow rank=1 ms=5 ms=50"}), Contains("ms= is given twice"));
 }
 
 TEST_CASE("PLAIT_FAULTS adds faults, separated by semicolons, named as such in their errors", "[debug]") {

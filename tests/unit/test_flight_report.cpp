@@ -66,6 +66,40 @@ TEST_CASE("a rank that never entered the collective the others wait in is named 
   CHECK_THAT(flight_paragraph(records, f, 4), Contains("Flight records of ranks 0–3: rank 2 never entered"));
 }
 
+TEST_CASE("the culprit a restart records is the rank that held the others up, with the operation and step; one that "
+          "wrote no record before one the launcher stopped before it entered",
+          "[debug]") {
+  // Rank 3 was killed (no record); rank 2 was stopped by the launcher before it entered #12.
+  RankFlightRecord stopped = rank_at(2, 11, true);
+  stopped.reason = "rank 2 stops: it got signal 15 (Terminated) from pid 7, its parent";
+  const FlightRecords records = records_of({rank_at(0, 12, false), rank_at(1, 12, false), stopped});
+  const FlightFindings f = analyse_flight(records, 4);
+  REQUIRE(f.culprit.has_value());
+  CHECK(f.culprit->rank == 3);
+  CHECK(f.culprit->operation == "all_reduce #12 on group dp.0 (ddp grad-sync bucket 0, step 3)");
+  CHECK(f.culprit->step == 3);
+  // A crash between operations, with no one waiting yet, names the crashed rank, in none.
+  RankFlightRecord crashed = rank_at(1, 4, true);
+  crashed.reason = "it crashed (SIGSEGV, Segmentation fault)";
+  crashed.step = 5;
+  const FlightFindings alone = analyse_flight(records_of({rank_at(0, 4, true), crashed, rank_at(2, 4, true),
+                                                          rank_at(3, 4, true)}), 4);
+  REQUIRE(alone.culprit.has_value());
+  CHECK(alone.culprit->rank == 1);
+  CHECK(alone.culprit->operation.empty());
+  CHECK(alone.culprit->step == 5);
+  CHECK_FALSE(analyse_flight(records_of({rank_at(0, 3, true), rank_at(1, 3, true)}), 2).culprit.has_value());
+}
+
+TEST_CASE("the steps every rank with a record had ended: one before the least step a rank was in", "[debug]") {
+  RankFlightRecord behind = rank_at(1, 4, false);
+  behind.step = 6;
+  RankFlightRecord ahead = rank_at(0, 4, false);
+  ahead.step = 7;
+  CHECK(steps_ended(records_of({ahead, behind})) == 5);
+  CHECK(steps_ended(FlightRecords{}) == 0);
+}
+
 TEST_CASE("a rank with no record is the one that held the others up, and the paragraph says it wrote none", "[debug]") {
   const FlightRecords records = records_of({rank_at(0, 7, false), rank_at(1, 7, false), rank_at(3, 7, false)});
   const FlightFindings f = analyse_flight(records, 4);

@@ -12,8 +12,10 @@
 #include <map>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "distributed/job_token.hpp"
+#include "distributed/rendezvous.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 
@@ -41,7 +43,40 @@ fs::path token_file(const fs::path& path, const std::string& token, mode_t mode)
   return path;
 }
 
+// The local addresses of the sockets listening on `port` ("127.0.0.1", "0.0.0.0", "::"),
+// as the kernel lists them in /proc/net/tcp and tcp6.
+std::vector<std::string> listening_on(int port) {
+  std::vector<std::string> out;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the heading
+    while (std::getline(in, line)) {
+      std::istringstream words(line);
+      std::string slot, local, remote, state;
+      words >> slot >> local >> remote >> state;
+      const auto colon = local.rfind(':');
+      if (state != "0A" || std::stoi(local.substr(colon + 1), nullptr, 16) != port) continue;  // 0A: LISTEN
+      const std::string address = local.substr(0, colon);
+      if (address == "0100007F") out.push_back("127.0.0.1");
+      else if (address.find_first_not_of('0') == std::string::npos) out.push_back(address.size() == 8 ? "0.0.0.0" : "::");
+      else out.push_back(address);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("a one-node job's rendezvous store listens on loopback alone; a store for several nodes on every interface",
+          "[token]") {
+  const auto local = JobStore::host(0, "one-node", std::chrono::seconds(5), "", /*loopback_only=*/true);
+  CHECK(listening_on(local->port()) == std::vector<std::string>{"127.0.0.1"});
+  const auto wide = JobStore::host(0, "two-nodes", std::chrono::seconds(5), "", /*loopback_only=*/false);
+  const auto addresses = listening_on(wide->port());
+  REQUIRE_FALSE(addresses.empty());
+  CHECK(addresses.front() != "127.0.0.1");
+}
 
 TEST_CASE("the token's check accepts the job's token only, and its key space hides the token", "[token]") {
   const std::string token = new_job_token();
@@ -74,6 +109,8 @@ TEST_CASE("a process without the job token, or with another, cannot join a runni
   auto env = environment_of(rank1);
   REQUIRE(env.count("PLAIT_JOB_TOKEN") == 1);
   REQUIRE(env.at("PLAIT_JOB_TOKEN").size() == 32);
+  // plait's launcher of a one-node job hosts its store on loopback alone.
+  CHECK(listening_on(std::stoi(env.at("MASTER_PORT"))) == std::vector<std::string>{"127.0.0.1"});
   // Everything but the token, as an intruder that found the port and the job id would have it.
   const std::map<std::string, std::string> intruder = {{"RANK", "1"},
                                                        {"WORLD_SIZE", "2"},

@@ -21,6 +21,9 @@ TEST_CASE("restarts.json holds every restart as written, its unknowns as null", 
   a.checkpoint = "/runs/x/checkpoints/step-4";
   a.refused_checkpoints = {"step-6: checkpoint file rank-1.safetensors fails its checksum"};
   a.fault_to_notice_s = 0.1234;
+  a.culprit_operation = "all_reduce #40 on group dp.0 (ddp grad-reduce, step 7)";
+  a.culprit_step = 7;
+  a.reported_by_rank = 0;
   RestartRecord b;
   b.restart = 2;
   b.cause = "stopped because the launcher on node 1 of 2 got signal 15";
@@ -28,7 +31,13 @@ TEST_CASE("restarts.json holds every restart as written, its unknowns as null", 
   const auto json = nlohmann::json::parse(read_file(dir / "restarts.json"));
   CHECK(json[0].at("steps_lost") == 2);
   CHECK(json[0].at("fault_to_notice_s") == 0.123);
+  CHECK(json[0].at("culprit").at("rank") == 2);
+  CHECK(json[0].at("culprit").at("operation") == "all_reduce #40 on group dp.0 (ddp grad-reduce, step 7)");
+  CHECK(json[0].at("culprit").at("step") == 7);
+  CHECK(json[0].at("reported_by_rank") == 0);
   CHECK(json[1].at("rank").is_null());
+  CHECK(json[1].at("culprit").is_null());
+  CHECK(json[1].at("reported_by_rank").is_null());
   CHECK(json[1].at("fault").is_null());
   CHECK(json[1].at("checkpoint").is_null());
   const auto back = read_restart_records(dir.path().string());
@@ -36,6 +45,9 @@ TEST_CASE("restarts.json holds every restart as written, its unknowns as null", 
   CHECK(back[0].cause == a.cause);
   CHECK(back[0].rank == 2);
   CHECK(back[0].refused_checkpoints == a.refused_checkpoints);
+  CHECK(back[0].culprit_operation == a.culprit_operation);
+  CHECK(back[0].culprit_step == 7);
+  CHECK(back[0].reported_by_rank == 0);
   CHECK(back[0].fault_to_notice_s == 0.123);
   CHECK_FALSE(back[0].restart_to_first_step_s.has_value());
   CHECK(back[1].rank == -1);

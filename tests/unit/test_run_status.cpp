@@ -114,7 +114,8 @@ TEST_CASE("under torchrun: rank logs are written as the ranks train, a stopped r
   INFO(a.output << "\n---\n" << b.output);
   CHECK(b.exit_code == 128 + SIGTERM);
   CHECK_THAT(read_file(out / "rank-1.log"), Contains("rank 1 stops: it got signal 15 (Terminated)"));
-  CHECK_THAT(b.output, Contains("error: rank 1 stops: it got signal 15"));
+  CHECK_THAT(b.output, Contains("rank 1 stops: it got signal 15"));
+  CHECK(b.output.find("error: rank 1 stops") == std::string::npos);  // a stop asked for is no error
   CHECK(a.exit_code != 0);
   const nlohmann::json failed = status_of(out);
   CHECK(failed.at("state") == "failed");
@@ -173,8 +174,8 @@ TEST_CASE("a one-process run killed before it could say so reads as failed, not 
                                Contains(": it crashed or was killed"));
 }
 
-TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job say so, and the status fails at the last step "
-          "that ended",
+TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job stop as asked, exit 130 or 143, and the status "
+          "says stopped at the last step that ended",
           "[status]") {
   TempDir dir;
   for (const int sig : {SIGINT, SIGTERM}) {
@@ -190,17 +191,57 @@ TEST_CASE("Ctrl-C or SIGTERM: a one-process run and a launcher's job say so, and
       ::kill(target, sig);
       const ProcessResult r = job.get();
       INFO(r.output);
-      CHECK(r.exit_code != 0);
-      const std::string said = launcher ? concat("interrupted by signal ", sig) : concat("plait run stops: it got signal ", sig);
+      CHECK(r.exit_code == 128 + sig);
+      const std::string said = launcher ? concat("stopped as asked (signal ", sig, ", ") : concat("plait run stops: it got signal ", sig);
       CHECK_THAT(r.output, Contains(said));
+      // A stop asked for is no failure, and no hang: no error line, no flight paragraph.
+      CHECK(r.output.find("error:") == std::string::npos);
+      CHECK(r.output.find("Flight records") == std::string::npos);
       if (!launcher) CHECK_THAT(read_file(out / "run.log"), Contains(said));
       const nlohmann::json s = status_of(out);
-      CHECK(s.at("state") == "failed");
-      CHECK_THAT(s.at("reason").get<std::string>(), Contains(launcher ? "interrupted by signal" : "plait run stops"));
+      CHECK(s.at("state") == "stopped");
+      CHECK_THAT(s.at("reason").get<std::string>(), Contains(launcher ? "stopped as asked" : "plait run stops"));
       // Not the step written a second ago: the last that ended, as metrics.jsonl has it (or one more).
       CHECK(s.at("step").get<int64_t>() >= read_metrics(out).back().at("step").get<int64_t>());
+      if (launcher) {
+        const ProcessResult debug = run_plait({"debug", out.string()});
+        INFO(debug.output);
+        CHECK_THAT(debug.output, Contains("the job was stopped as asked (") && Contains("not what hung"));
+      }
     }
   }
+}
+
+TEST_CASE("status.json while a job stops: \"stopping\" holds against a step that ends meanwhile, and gives way to how "
+          "it ended",
+          "[status]") {
+  TempDir dir;
+  const std::string folder = (dir / "run").string();
+  fs::create_directories(folder);
+  RunStatus status(folder, 10);
+  status.running(3, /*now=*/true);
+  status.stopping("rank 1 was killed by signal 9: stopping the others");
+  auto now = read_run_status(folder);
+  REQUIRE(now.has_value());
+  CHECK(now->state == "stopping");
+  CHECK(now->step == 3);
+  status.running(4, /*now=*/true);  // the main thread ends a step while the ranks stop
+  now = read_run_status(folder);
+  CHECK(now->state == "stopping");
+  CHECK(now->step == 4);
+  status.failed("rank 1 was killed by signal 9");
+  now = read_run_status(folder);
+  CHECK(now->state == "failed");
+  CHECK(now->step == 4);
+  CHECK(now->reason == "rank 1 was killed by signal 9");
+  // A stop asked for, in another folder: "stopped", at the step the caller knows ended.
+  const std::string other = (dir / "other").string();
+  fs::create_directories(other);
+  RunStatus asked(other, 10);
+  asked.stopping("interrupted by signal 2");
+  asked.stopped("stopped as asked", 7);
+  CHECK(read_run_status(other)->state == "stopped");
+  CHECK(read_run_status(other)->step == 7);
 }
 
 TEST_CASE("plait --version names plait, LibTorch, the plugin API, CUDA, CPU math and the communicators", "[status]") {
