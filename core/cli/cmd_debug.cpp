@@ -53,22 +53,29 @@ int debug_run(const DebugArgs& args) {
   // The job's size: the ranks this node started (the records add their own).
   int world = 0;
   for (const auto& r : live) world = std::max(world, r.rank + 1);
-  const std::vector<AttemptFlight> attempts = attempts_flight(args.run, world, /*live=*/!live.empty());
+  const auto status = read_run_status(args.run);
+  // A finished job's latest records are snapshots of a running one, read as such.
+  const bool snapshots = !live.empty() || (status && status->state == "finished");
+  const std::vector<AttemptFlight> attempts = attempts_flight(args.run, world, snapshots);
   const bool any = std::any_of(attempts.begin(), attempts.end(), [](const AttemptFlight& a) { return !a.paragraph.empty(); });
   PLAIT_CHECK(any, concat("plait debug: ", args.run, " has no flight records (flight/rank-<r>.json, or flight/attempt-<n>/ of a restarted job)"),
               "a rank writes one when it fails, is stopped, or gets SIGUSR1; a one-process run has none");
   const std::vector<RestartRecord> restarts = read_restart_records(args.run);
-  const auto status = read_run_status(args.run);
   for (std::size_t i = 0; i < attempts.size(); ++i) {
     const AttemptFlight& a = attempts[i];
     const bool latest = i == 0;
     if (attempts.size() > 1) std::cout << attempt_heading(a.attempt, latest, !live.empty(), restarts, status) << ":\n";
     std::string paragraph = a.paragraph;
     if (latest && paragraph.empty()) paragraph = "no rank wrote a flight record (none failed, was stopped or was asked)";
-    // A stop that was asked for caught each rank wherever it was: waits there are no hang.
+    // A stop that was asked for caught each rank wherever it was, and a job that finished
+    // left only the snapshots asked of it while it ran: waits there are no hang.
     if (latest && live.empty() && status && status->state == "stopped" && !a.paragraph.empty()) {
-      paragraph = concat("the job was stopped as asked (", status->reason, "); each rank stopped where it was, so what "
-                         "follows says where, not what hung. ", paragraph);
+      paragraph = concat("The job ", status->reason, "; each rank stopped where it was, so what follows says where, "
+                         "not what hung. ", paragraph);
+    }
+    if (latest && live.empty() && status && status->state == "finished" && !a.paragraph.empty()) {
+      paragraph = concat("The job finished; these records are snapshots asked of its ranks while it ran (plait debug, "
+                         "SIGUSR1), so a wait in them is one in flight, not a hang. ", paragraph);
     }
     std::cout << paragraph << "\n";
   }

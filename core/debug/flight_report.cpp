@@ -221,13 +221,29 @@ std::string culprit_state(const FlightRecords& records, int culprit, const std::
 // Of the ranks that held an operation up, the one where it began: one that wrote no record
 // (killed, or stopped past answering) or crashed, before one that was stopped in the
 // meantime (the launcher stops every rank once one fails, some before they entered it).
+int culprit_weight(const FlightRecords& records, int rank) {
+  const auto it = records.ranks.find(rank);
+  if (it == records.ranks.end()) return 0;
+  return it->second.reason.rfind("it crashed", 0) == 0 ? 1 : 2;
+}
+
 int likeliest_culprit(const FlightRecords& records, const std::vector<int>& culprits) {
-  const auto weight = [&](int rank) {
-    const auto it = records.ranks.find(rank);
-    if (it == records.ranks.end()) return 0;
-    return it->second.reason.rfind("it crashed", 0) == 0 ? 1 : 2;
-  };
-  return *std::min_element(culprits.begin(), culprits.end(), [&](int a, int b) { return weight(a) < weight(b); });
+  return *std::min_element(culprits.begin(), culprits.end(),
+                           [&](int a, int b) { return culprit_weight(records, a) < culprit_weight(records, b); });
+}
+
+// Once a rank died or crashed, the launcher stops the others, some before they entered the
+// operation it held up: those are named apart, not as ranks that never entered it.
+std::vector<int> stopped_before_entering(const FlightRecords& records, std::vector<int>& culprits) {
+  const bool any_origin =
+      std::any_of(culprits.begin(), culprits.end(), [&](int c) { return culprit_weight(records, c) < 2; });
+  std::vector<int> stopped;
+  if (!any_origin) return stopped;
+  for (int c : culprits) {
+    if (culprit_weight(records, c) == 2) stopped.push_back(c);
+  }
+  std::erase_if(culprits, [&](int c) { return culprit_weight(records, c) == 2; });
+  return stopped;
 }
 
 void find_hang(const FlightRecords& records, bool live, FlightFindings& out) {
@@ -258,7 +274,8 @@ void find_hang(const FlightRecords& records, bool live, FlightFindings& out) {
     const int64_t end = b.op->ended_us > 0 ? b.op->ended_us : records.ranks.at(rank).written_us;
     waited_us = std::max(waited_us, end - b.op->issued_us);
   }
-  const std::vector<int>& culprits = last.culprits;
+  std::vector<int> culprits = last.culprits;
+  const std::vector<int> stopped_first = stopped_before_entering(records, culprits);
   const std::string what = op.peer < 0 ? name_op(op) : concat("its side of rank ", at, "'s ", name_op(op));
   // A rank with no record may have entered it and stopped inside: it held it up, at least.
   const bool all_silent = std::all_of(culprits.begin(), culprits.end(), [&](int c) { return !records.ranks.count(c); });
@@ -281,6 +298,11 @@ void find_hang(const FlightRecords& records, bool live, FlightFindings& out) {
                        culprits.size() == 1 ? "it" : "them", " too, in ", what_else);
   }
   for (int c : culprits) sentence += "; " + culprit_state(records, c, op.group);
+  if (!stopped_first.empty()) {
+    sentence += concat("; ", stopped_first.size() == 1 ? "rank " : "ranks ", rank_list(stopped_first),
+                       stopped_first.size() == 1 ? " was" : " were", " stopped before entering it, once ",
+                       culprits.size() == 1 ? "that rank" : "those", " had failed");
+  }
   out.culprit = FlightCulprit{likeliest_culprit(records, culprits), concat(name_op(op), " (", op_context(op, false), ")"),
                               op.step};
   if (chain.size() > 1) {

@@ -78,6 +78,11 @@ TEST_CASE("the culprit a restart records is the rank that held the others up, wi
   CHECK(f.culprit->rank == 3);
   CHECK(f.culprit->operation == "all_reduce #12 on group dp.0 (ddp grad-sync bucket 0, step 3)");
   CHECK(f.culprit->step == 3);
+  // The sentence leads with it, and names rank 2 apart: not as one that never entered.
+  REQUIRE(f.hang.size() == 1);
+  CHECK_THAT(f.hang[0], Contains("rank 3 held up all_reduce #12 on group dp.0") &&
+                            Contains("; rank 2 was stopped before entering it, once that rank had failed") &&
+                            !Contains("ranks 2, 3"));
   // A crash between operations, with no one waiting yet, names the crashed rank, in none.
   RankFlightRecord crashed = rank_at(1, 4, true);
   crashed.reason = "it crashed (SIGSEGV, Segmentation fault)";
