@@ -101,7 +101,7 @@ TEST_CASE("a fault that never struck fails the run that trained through it, sayi
 }
 
 TEST_CASE("a damaged newest checkpoint: resume = \"auto\" and --resume RUN take the one before, saying why, and train "
-          "on as the uninterrupted run; a checkpoint named itself is still refused",
+          "on as the uninterrupted run, while a checkpoint named itself is still refused",
           "[drill]") {
   TempDir dir;
   const std::vector<std::string> every2 = {"--set", "checkpoint.every=2"};

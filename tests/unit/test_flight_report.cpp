@@ -66,7 +66,7 @@ TEST_CASE("a rank that never entered the collective the others wait in is named 
   CHECK_THAT(flight_paragraph(records, f, 4), Contains("Flight records of ranks 0–3: rank 2 never entered"));
 }
 
-TEST_CASE("the culprit a restart records is the rank that held the others up, with the operation and step; one that "
+TEST_CASE("the culprit a restart records is the rank that held the others up, with the operation and step, one that "
           "wrote no record before one the launcher stopped before it entered",
           "[debug]") {
   // Rank 3 was killed (no record); rank 2 was stopped by the launcher before it entered #12.

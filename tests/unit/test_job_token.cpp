@@ -68,7 +68,7 @@ std::vector<std::string> listening_on(int port) {
 
 }  // namespace
 
-TEST_CASE("a one-node job's rendezvous store listens on loopback alone; a store for several nodes on every interface",
+TEST_CASE("a one-node job's rendezvous store listens on loopback alone, a store for several nodes on every interface",
           "[token]") {
   const auto local = JobStore::host(0, "one-node", std::chrono::seconds(5), "", /*loopback_only=*/true);
   CHECK(listening_on(local->port()) == std::vector<std::string>{"127.0.0.1"});
