@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "cli/commands.hpp"
 #include "cli/plan_report.hpp"
@@ -15,7 +16,9 @@
 #include "compare/run_record.hpp"
 #include "model/model_spec.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/writable_folder.hpp"
 #include "plan/calibrate.hpp"
+#include "plan/plan_inputs.hpp"
 #include "plan/plan_search.hpp"
 #include "plan/run_cost.hpp"
 #include "plan/run_ranking.hpp"
@@ -30,15 +33,44 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kDefaultGlobalBatch = 512;
 
-// --gpus N keeps the config's pp and tp and gives data parallel the rest.
+// A mesh degree as the config gives it (1 where it gives none), with its place.
+struct Degree {
+  int64_t value = 1;
+  std::string place;
+};
+
+Degree degree(const ConfigTree& tree, const char* axis) {
+  const ConfigEntry* e = tree.find("parallel", axis);
+  if (e == nullptr || e->value.type != ConfigValue::Type::integer) return {};  // the schema's 1, or its refusal later
+  return {e->value.integer, e->source.describe()};
+}
+
+// --gpus N keeps the config's pp and tp and gives data parallel the rest, whatever its dp
+// says (a number, or -1: the rest of the world). Read from the config as written, so that
+// nothing is resolved at a mesh --gpus is about to replace.
 std::vector<std::string> with_gpus(const PlanArgs& args) {
   std::vector<std::string> sets = args.sets;
-  if (!args.gpus) return sets;
-  const PreparedRun asked = prepare_run(args.explain, sets, 0, /*scan_data=*/false);
-  const int64_t model_ranks = asked.mesh.pp * asked.mesh.tp;
-  PLAIT_CHECK(*args.gpus % model_ranks == 0,
-              concat("--gpus ", *args.gpus, ": the config's pp ", asked.mesh.pp, " x tp ", asked.mesh.tp, " = ",
-                     model_ranks, " does not divide it"),
+  const LoadedConfig loaded = load_config(args.explain, sets);
+  const Degree pp = degree(loaded.tree, "pp"), tp = degree(loaded.tree, "tp");
+  if (!args.gpus) {
+    for (const char* axis : {"dp", "pp", "tp"}) {
+      const Degree d = degree(loaded.tree, axis);
+      PLAIT_CHECK(d.value != -1, concat(d.place, ": [parallel] ", axis, " = -1 takes the rest of the world size, which "
+                                        "plait plan --explain is told by --gpus"),
+                  "give --gpus N, the accelerators to plan for");
+    }
+    return sets;
+  }
+  for (const auto& [axis, d] : {std::pair{"pp", pp}, std::pair{"tp", tp}}) {
+    PLAIT_CHECK(d.value != -1,
+                concat(d.place, ": [parallel] ", axis, " = -1 takes the rest of the world, and --gpus ", *args.gpus,
+                       " gives the rest to data parallel"),
+                concat("give ", axis, " a number (--set parallel.", axis, "=N) to plan it at --gpus"));
+  }
+  const int64_t model_ranks = pp.value * tp.value;
+  PLAIT_CHECK(model_ranks >= 1 && *args.gpus % model_ranks == 0,
+              concat("--gpus ", *args.gpus, ": the config's pp ", pp.value, " x tp ", tp.value, " = ", model_ranks,
+                     " does not divide it"),
               concat("give a multiple of ", model_ranks, ", or change parallel.pp or parallel.tp with --set"));
   sets.push_back(concat("parallel.dp=", *args.gpus / model_ranks));
   return sets;
@@ -54,7 +86,7 @@ int explain(const PlanArgs& args, const Hardware& hw) {
   if (!args.against.empty()) measured = read_measured_run(args.against);
   PlanArgs asked = args;
   if (asked.explain.empty()) asked.explain = measured->config;
-  const PreparedRun run = prepare_run(asked.explain, with_gpus(asked), 0, /*scan_data=*/false);
+  const PreparedRun run = prepare_for_machine(asked.explain, with_gpus(asked));
   const ConfigPrediction p = predict_config(run, hw);
   std::optional<RunCost> cost;
   if (args.tokens) cost = price_run(hw, p, *args.tokens, checkpoint_bytes(run.model));
@@ -63,13 +95,13 @@ int explain(const PlanArgs& args, const Hardware& hw) {
   if (args.json) {
     nlohmann::ordered_json j = prediction_json(p, hw, asked.explain);
     if (cost) j["cost"] = cost_json(*cost);
-    if (measured) j["against"] = against_json(p, *measured);
+    if (measured) j["against"] = against_json(p, hw, *measured);
     if (args.measure) j["measured_on_meta"] = meta_json(p, on_meta);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_prediction(p, hw, asked.explain);
     if (cost) print_cost(*cost, "this config");
-    if (measured) print_against(p, *measured);
+    if (measured) print_against(p, hw, *measured);
     if (args.measure) print_meta(p, on_meta);
   }
   return 0;
@@ -118,14 +150,34 @@ SearchBase search_base(const PlanArgs& args) {
   return base;
 }
 
-// The best plan as a config file of its own; the accelerators' devices are CUDA's.
+// What a run on the machine sets that the search leaves as the base run has it: the
+// device and communicator its accelerators take, and the peak its MFU is measured
+// against (the machine's, for the run's dtype).
+std::vector<std::string> machine_sets(const Hardware& hw, const std::string& dtype) {
+  char peak[32];
+  std::snprintf(peak, sizeof(peak), "%.6g", hw.peak_tflops(dtype) * 1e12);
+  return {"train.device=" + hw.device, "parallel.comm=" + hw.comm, concat("train.peak_flops=", peak)};
+}
+
+// The resolved config, every default filled in, with the machine's values over it. It was
+// resolved with what runs here (plan_inputs.hpp: gloo for a GPU's nccl), so the table of a
+// communicator the machine does not use is left out.
+std::string config_for_machine(const ResolvedConfig& config, const Hardware& hw) {
+  ConfigTree tree;
+  for (const auto& [table, resolved] : config.tables()) {
+    if (table == "lock" || (table == config.parallel().comm && table != hw.comm)) continue;
+    for (const ResolvedEntry& e : resolved.entries) tree.set(table, e.key, {e.value, e.source});
+  }
+  for (const std::string& assignment : machine_sets(hw, config.train().dtype)) apply_override(tree, assignment);
+  return tree_to_toml(tree, false);
+}
+
+// The best plan as a config file of its own, for the machine it was planned on.
 void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchResult& r, const Hardware& hw) {
   PLAIT_CHECK(!r.fitting.empty(), concat("--write ", *args.write, ": no plan fits, so none is written"),
               "the reasons are listed above; try more accelerators (--gpus) or a smaller global batch");
-  const PreparedRun prepared = prepare_run(base.config, base.sets, 0, /*scan_data=*/false);
-  PlanCandidate best = r.fitting.front().candidate;
-  best.sets.push_back("train.device=cuda");
-  const ResolvedConfig config = candidate_config(prepared.loaded.tree, best, *prepared.registry);
+  const PreparedRun prepared = prepare_for_machine(base.config, base.sets);
+  const ResolvedConfig config = candidate_config(prepared.loaded.tree, r.fitting.front().candidate, *prepared.registry);
   const ConfigPrediction& p = *r.fitting.front().prediction;
   char figures[96];
   std::snprintf(figures, sizeof(figures), "%.1f tokens/s per accelerator, MFU %.1f%%", p.tokens_per_s_per_gpu,
@@ -134,7 +186,7 @@ void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchRe
                                     r.model.size, " on ", p.gpus(), " x ", hw.id, ", predicted ", figures, "\n# ",
                                     r.fitting.front().candidate.plugins, "\n\n");
   if (!args.bundle) {
-    write_file_atomically(*args.write, header + config.to_toml(false));
+    write_file_atomically(*args.write, header + config_for_machine(config, hw));
     return;
   }
   // A bundle holds the plan's own choices only (the mesh, the plugins and their options,
@@ -171,6 +223,7 @@ int search(const PlanArgs& args, const Hardware& hw) {
     std::error_code ec;
     PLAIT_CHECK(!fs::exists(*args.write, ec), concat("--write ", *args.write, ": the file exists"),
                 "name a new file; plait plan does not replace one");
+    check_file_writable(*args.write, "--write");  // before the search, not after it
   }
   const SearchBase base = search_base(args);
   SearchLimits limits;
@@ -215,6 +268,7 @@ int calibrate(const PlanArgs& args) {
   if (args.write) {
     PLAIT_CHECK(!fs::exists(*args.write, ec), concat("--write ", *args.write, ": the file exists"),
                 "name a new file; plait plan does not replace one");
+    check_file_writable(*args.write, "--write");  // before the measurement, not after it
     target = *args.write;
   } else {
     PLAIT_CHECK(!user_hardware_dir().empty(), "plait plan --calibrate: no home folder to keep cpu-local in",

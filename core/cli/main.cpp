@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flags.hpp"
+#include "cli/plan_report.hpp"
 #include "debug/exception_text.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
@@ -55,18 +56,6 @@ void add_run_options(CLI::App* cmd, RunArgs& args, RawRunFlags& raw) {
                   "(overrides distributed.max_restarts)");
 }
 
-// The subcommand the words chose (the deepest), for its --help.
-std::string chosen_command(const CLI::App& app) {
-  std::string words = "plait";
-  const CLI::App* at = &app;
-  while (true) {
-    const auto chosen = at->get_subcommands();
-    if (chosen.empty()) return words;
-    at = chosen.front();
-    words += " " + at->get_name();
-  }
-}
-
 int usage_error(const CLI::App& app, const std::string& message) {
   std::cerr << "error: " << message << "\n  hint: `" << chosen_command(app) << " --help` lists what it takes\n";
   return 2;
@@ -85,6 +74,7 @@ struct Commands {
   bool verbose = false, version = false;
   RunArgs run, validate;
   RawRunFlags run_raw, validate_raw, check_raw;
+  std::optional<std::string> validate_hardware, validate_gpus;  // validate for a machine it is not on
   CheckArgs check;
   std::optional<std::string> tolerance;
   PluginsArgs plugins;
@@ -169,6 +159,10 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.validate_cmd = config_cmd->add_subcommand(
       "validate", "Make every check `plait run` makes with the same flags, without running: valid means it will start");
   add_run_options(c.validate_cmd, c.validate, c.validate_raw);
+  c.validate_cmd->add_option("--hardware", c.validate_hardware,
+                             "Check it for this machine instead of this one (a100-80g, h100-sxm, ... or a hardware "
+                             "file): no local GPU or communicator is asked for");
+  c.validate_cmd->add_option("--gpus", c.validate_gpus, "With --hardware: the ranks it runs on (default: its mesh's)");
   auto* schedule_cmd = app.add_subcommand("schedule", "Inspect pipeline schedules");
   schedule_cmd->require_subcommand(1);
   c.schedule_cmd =
@@ -221,7 +215,8 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
                        "With --write: save the plan's own choices (mesh, plugins, checkpointing, batch split) as a bundle "
                        "for configs to extend");
   c.plan_cmd->add_option("--tokens", c.plan_tokens,
-                         "Price a run of this many tokens (e.g. 2e12): days, accelerator-hours, cost, interruptions");
+                         "Price a run of this many tokens (e.g. 2e12, 500B, 2T): days, accelerator-hours, cost, "
+                         "interruptions");
   c.plan_cmd->add_option("--scale", c.plan_scale, "Accelerator counts to find the best plan at, e.g. 8,64,512,4096");
   c.plan_cmd->add_flag("--calibrate", c.plan_args.calibrate,
                        "Measure this machine (GEMMs, memory, AdamW, gloo between its cores) as the hardware cpu-local");
@@ -241,16 +236,20 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.export_cmd->add_option("path", c.export_args.path, "Checkpoint, folder of checkpoints, or run folder")->required();
   // One folder per export: a transformers model (--hf) or PEFT adapters (--peft).
   CLI::App* target = c.export_cmd->add_option_group("target", "The folder to write (one of)");
-  target->add_option("--hf", c.export_args.hf, "The transformers model folder to write (must not exist or be empty)");
+  CLI::Option* hf =
+      target->add_option("--hf", c.export_args.hf, "The transformers model folder to write (must not exist or be empty)");
   c.export_peft = target->add_option("--peft", c.export_args.peft,
                                      "The checkpoint's adapters as a Hugging Face PEFT folder (adapter_model.safetensors, "
                                      "adapter_config.json)");
   target->require_option(1);
-  c.export_cmd->add_flag("--merge", c.export_args.merge, "With --hf: fold the checkpoint's adapters into the weights");
+  // A PEFT folder holds the adapters apart from the model: --merge and --shard-mb shape only --hf's weights.
+  c.export_cmd->add_flag("--merge", c.export_args.merge, "With --hf: fold the checkpoint's adapters into the weights")
+      ->needs(hf);
   c.export_cmd->add_option("--dtype", c.export_args.dtype, "float32 (default), bfloat16 or float16")
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   c.export_cmd->add_option("--shard-mb", c.export_shard_mb,
-                           "Largest model-*.safetensors shard, in MB (default 5000); past it, model.safetensors.index.json lists the shards");
+                           "Largest model-*.safetensors shard, in MB (default 5000); past it, model.safetensors.index.json lists the shards")
+      ->excludes(c.export_peft);
 }
 
 void define(CLI::App& app, Commands& c) {
@@ -280,6 +279,10 @@ int dispatch(CLI::App& app, Commands& c) {
   }
   if (*c.validate_cmd) {
     c.validate_raw.into(c.validate);
+    const auto gpus = integer_flag("--gpus", c.validate_gpus, 1, int64_t{1} << 24);
+    PLAIT_CHECK(!gpus || c.validate_hardware, plait::concat("--gpus ", *gpus, " says the ranks of a machine, and there is no --hardware"),
+                "plait config validate CONFIG --hardware h100-sxm --gpus N checks it for N of that machine's accelerators");
+    if (c.validate_hardware) return config_validate_for_machine(c.validate, *c.validate_hardware, gpus);
     return config_validate(c.validate);
   }
   if (*c.verify_cmd) {
@@ -308,7 +311,7 @@ int dispatch(CLI::App& app, Commands& c) {
     c.plan_args.seq_len = integer_flag("--seq-len", c.plan_seq_len, 1, int64_t{1} << 24);
     c.plan_args.global_batch = integer_flag("--global-batch", c.plan_global_batch, 1, int64_t{1} << 30);
     c.plan_args.top = integer_flag("--top", c.plan_top, 1, 10000).value_or(c.plan_args.top);
-    c.plan_args.tokens = positive_number_flag("--tokens", c.plan_tokens);
+    if (c.plan_tokens) c.plan_args.tokens = plait::token_count("--tokens", *c.plan_tokens);
     c.plan_args.scale = integer_list_flag("--scale", c.plan_scale, 1, int64_t{1} << 24);
     return plan(c.plan_args);
   }
@@ -349,7 +352,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // CLI11's own exit codes (105-114) mean nothing to a user: every command line plait
     // cannot read exits 2, in plait's words, with where to look.
-    return usage_error(app, e.what());
+    return usage_error(app, usage_problem(e, app));
   }
   try {
     return dispatch(app, commands);

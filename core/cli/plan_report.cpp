@@ -9,6 +9,15 @@
 #include "util/human_bytes.hpp"
 
 namespace plait::cli {
+
+std::string figure(double x) {
+  if (!(x > 0) || x >= 100) return concat(std::llround(x));
+  char text[32];
+  const int decimals = std::max(0, 1 - static_cast<int>(std::floor(std::log10(x))));  // two significant digits
+  std::snprintf(text, sizeof(text), "%.*f", decimals, x);
+  return text;
+}
+
 namespace {
 
 nlohmann::ordered_json phases_json(const StepPhases& s) {
@@ -246,12 +255,13 @@ nlohmann::ordered_json cost_json(const RunCost& c) {
 }
 
 void print_cost(const RunCost& c, const std::string& plan) {
-  std::printf("\n%.3g tokens with %s: %.0f steps, %.1f days (%.1f of them the steps; a save of %.0f s every %.1f h; "
-              "about %.0f interruptions, each its restart and half an interval trained again); %.0f accelerator-hours",
-              c.tokens, plan.c_str(), c.steps, c.wall_hours / 24.0, c.training_hours / 24.0, c.save_seconds,
-              c.save_interval_hours, c.interruptions, c.gpu_hours);
-  if (c.on_demand) std::printf("; %.0f %s on demand", *c.on_demand, c.currency.c_str());
-  if (c.reserved) std::printf(", %.0f %s reserved", *c.reserved, c.currency.c_str());
+  std::printf("\n%.3g tokens with %s: %s steps, %s days (%s of them the steps; a save of %s s every %s h; "
+              "about %s interruptions, each its restart and half an interval trained again); %s accelerator-hours",
+              c.tokens, plan.c_str(), figure(c.steps).c_str(), figure(c.wall_hours / 24.0).c_str(),
+              figure(c.training_hours / 24.0).c_str(), figure(c.save_seconds).c_str(),
+              figure(c.save_interval_hours).c_str(), figure(c.interruptions).c_str(), figure(c.gpu_hours).c_str());
+  if (c.on_demand) std::printf("; %s %s on demand", figure(*c.on_demand).c_str(), c.currency.c_str());
+  if (c.reserved) std::printf(", %s %s reserved", figure(*c.reserved).c_str(), c.currency.c_str());
   std::printf("\n");
 }
 
@@ -281,10 +291,9 @@ void print_scale(const std::vector<ScaleRow>& rows) {
     }
     const ConfigPrediction& p = *row.best->prediction;
     const PlanCandidate& c = row.best->candidate;
-    const std::string days = row.cost ? concat(std::lround(row.cost->wall_hours / 2.4) / 10.0) : "-";
-    const std::string cost = row.cost && row.cost->on_demand
-                                 ? concat(std::llround(*row.cost->on_demand), " ", row.cost->currency)
-                                 : "-";
+    const std::string days = row.cost ? figure(row.cost->wall_hours / 24.0) : "-";
+    const std::string cost =
+        row.cost && row.cost->on_demand ? concat(figure(*row.cost->on_demand), " ", row.cost->currency) : "-";
     std::printf("%8lld %12.1f %5.1f%% %13s %8s %10s %14s  %s\n", static_cast<long long>(row.gpus),
                 p.tokens_per_s_per_gpu, 100.0 * p.mfu, concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(),
                 concat(c.micro_batch, " x ", c.grad_accum).c_str(), days.c_str(), cost.c_str(), c.plugins.c_str());
@@ -347,8 +356,12 @@ std::string ratio(double measured, double predicted) {
 
 }  // namespace
 
-nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m) {
+nlohmann::ordered_json against_json(const ConfigPrediction& p, const Hardware& hw, const MeasuredRun& m) {
+  nlohmann::ordered_json warnings = nlohmann::ordered_json::array();
+  if (const std::string w = measured_elsewhere(hw, {m.device}); !w.empty()) warnings.push_back(w);
   return {{"run", m.folder},
+          {"device", m.device},
+          {"warnings", warnings},
           {"steps", m.steps},
           {"phases_ms", rows_json(phase_rows(p, m))},
           {"rank_0_bytes", rows_json(memory_rows(p, m))},
@@ -356,9 +369,10 @@ nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun
            {{"predicted", p.tokens_per_s_per_gpu}, {"measured", m.tokens_per_s / static_cast<double>(p.gpus())}}}};
 }
 
-void print_against(const ConfigPrediction& p, const MeasuredRun& m) {
-  std::printf("\nagainst %s (the median of %lld steps), rank 0:\n%-44s %12s %12s %9s\n", m.folder.c_str(),
-              static_cast<long long>(m.steps), "phase", "predicted", "measured", "ratio");
+void print_against(const ConfigPrediction& p, const Hardware& hw, const MeasuredRun& m) {
+  std::printf("\nagainst %s (the median of %lld steps), rank 0:\n", m.folder.c_str(), static_cast<long long>(m.steps));
+  if (const std::string w = measured_elsewhere(hw, {m.device}); !w.empty()) std::printf("warning: %s\n", w.c_str());
+  std::printf("%-44s %12s %12s %9s\n", "phase", "predicted", "measured", "ratio");
   for (const SideBySide& r : phase_rows(p, m)) {
     std::printf("%-44s %9.3f ms %9.3f ms %9s\n", r.what.c_str(), r.predicted, r.measured,
                 ratio(r.measured, r.predicted).c_str());

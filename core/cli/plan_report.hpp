@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.hpp"
 #include "plan/config_prediction.hpp"
 #include "plan/hardware.hpp"
 #include "plan/measured_run.hpp"
@@ -26,14 +27,19 @@ void print_prediction(const ConfigPrediction& p, const Hardware& hw, const std::
 nlohmann::ordered_json search_json(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
 void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, int64_t top);
 
+// A figure as a report prints a cost: whole above 100 ("1792380"), else two significant
+// digits ("0.42", "1.3", "0.0071"), so a small cost never reads 0.
+std::string figure(double x);
+
 // A run of RunCost's tokens with a plan: its days, accelerator-hours and price.
 nlohmann::ordered_json cost_json(const RunCost& c);
 void print_cost(const RunCost& c, const std::string& plan);
 
 // A config's prediction beside a run's measurement (--against), phase by phase, with
-// rank 0's memory (pipeline rank 0's prediction) and tokens/s per accelerator.
-nlohmann::ordered_json against_json(const ConfigPrediction& p, const MeasuredRun& m);
-void print_against(const ConfigPrediction& p, const MeasuredRun& m);
+// rank 0's memory (pipeline rank 0's prediction) and tokens/s per accelerator; a warning
+// where the run ran on another kind of device than `hw` describes.
+nlohmann::ordered_json against_json(const ConfigPrediction& p, const Hardware& hw, const MeasuredRun& m);
+void print_against(const ConfigPrediction& p, const Hardware& hw, const MeasuredRun& m);
 
 // Each measured rank's state beside the prediction and its step's traffic (--measure):
 // plan_meta_report.cpp.
@@ -44,6 +50,11 @@ void print_meta(const ConfigPrediction& p, const std::vector<MetaRankFigures>& m
 // plan_ranking_report.cpp.
 nlohmann::ordered_json ranking_json(const RunRanking& r, const Hardware& hw);
 void print_ranking(const RunRanking& r, const Hardware& hw);
+
+// plait config validate CONFIG --hardware H [--gpus N] (cmd_config.cpp): every check of
+// `plait run` but those of the machine it runs on, for H's accelerators at N ranks (the
+// config's mesh without --gpus); what only that machine can check is listed.
+int config_validate_for_machine(const RunArgs& args, const std::string& hardware, std::optional<int64_t> gpus);
 
 // The best plan at each accelerator count (--scale).
 struct ScaleRow {

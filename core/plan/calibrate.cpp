@@ -74,7 +74,7 @@ std::string calibrate_machine(const PluginRegistry& registry, const std::string&
       << " CPU ranks\n# is an accelerator (one intra-op thread each, as plait runs them). Measure again after a\n"
       << "# change of machine; `plait plan --hardware cpu-local` reads it. Format: docs/planner.md.\n"
       << "[hardware]\nname = \"this machine: " << ranks << " CPU ranks, " << fixed(memory, 1)
-      << " GiB (calibrated)\"\nsources = [\n"
+      << " GiB (calibrated)\"\ndevice = \"cpu\"\ncomm = \"" << comm_plugin << "\"\nsources = [\n"
       << "  \"peaks: float32 square products, one thread, the best of 64-1024; bf16: the best of 256-1024\",\n"
       << "  \"gemm_efficiency: a linear layer's forward and two backward products over 1,024 tokens by input size, "
          "fresh outputs, operands out of the core's cache\",\n"

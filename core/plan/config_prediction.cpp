@@ -78,8 +78,20 @@ Hardware at_dtype_peak(const Hardware& hw, const std::string& dtype) {
   PLAIT_CHECK(dtype != "float64", "train.dtype = \"float64\": a hardware file gives bf16 and fp32 peaks only",
               "plan the run in bfloat16 or float32 (--set train.dtype=bfloat16)");
   Hardware at = hw;
-  if (dtype != "bfloat16") at.peak_bf16_tflops = hw.peak_fp32_tflops;
+  at.peak_bf16_tflops = hw.peak_tflops(dtype);
   return at;
+}
+
+// The blocks each pipeline rank runs, as the stage cut made them (a rank's virtual stages
+// are s % pp == rank): [parallel] stage_blocks may give the ranks unequal shares.
+std::vector<int64_t> rank_blocks(const PipelinePlan& pipeline, int64_t pp) {
+  std::vector<int64_t> blocks(static_cast<std::size_t>(pp), 0);
+  for (std::size_t s = 0; s < pipeline.partition.units_of.size(); ++s) {
+    for (std::size_t u : pipeline.partition.units_of[s]) {
+      if (pipeline.shapes.units[u].kind == UnitKind::block) ++blocks[s % static_cast<std::size_t>(pp)];
+    }
+  }
+  return blocks;
 }
 
 StepLayout layout_of(const PlanInputs& in, const RankShape& shape) {
@@ -92,6 +104,7 @@ StepLayout layout_of(const PlanInputs& in, const RankShape& shape) {
   l.microbatches = in.config->train().grad_accum;
   l.idle_share = in.mesh.pp > 1 ? schedule.ideal_idle_share.value_or(schedule.simulated.idle_fraction.front()) : 0.0;
   l.grad_bytes_per_element = in.config->train().dtype == "float64" ? 8 : 4;
+  if (!in.pipeline->partition.units_of.empty()) l.rank_blocks = rank_blocks(*in.pipeline, in.mesh.pp);
   return l;
 }
 

@@ -132,6 +132,8 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.id = fs::path(loaded.path).stem().string();
   h.name = about.get<std::string>("name");
   h.sources = about.get<std::vector<std::string>>("sources");
+  h.device = about.get<std::string>("device");
+  h.comm = about.find<std::string>("comm").value_or(h.device == "cuda" ? "nccl" : "gloo");
   h.peak_bf16_tflops = gpu.get<double>("peak_bf16_tflops");
   h.peak_fp32_tflops = gpu.get<double>("peak_fp32_tflops");
   h.gemm_sizes = gpu.get<std::vector<int64_t>>("gemm_sizes");
@@ -198,6 +200,10 @@ double Hardware::gemm_efficiency_at(double size) const {
 }
 
 double Hardware::usable_memory_bytes() const { return (memory_gib - reserved_gib) * 1024.0 * 1024.0 * 1024.0; }
+
+double Hardware::peak_tflops(const std::string& dtype) const {
+  return dtype == "bfloat16" ? peak_bf16_tflops : peak_fp32_tflops;
+}
 
 std::string user_hardware_dir() {
   if (const char* config = std::getenv("XDG_CONFIG_HOME"); config != nullptr && *config != '\0') {

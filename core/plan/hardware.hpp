@@ -33,6 +33,8 @@ struct Hardware {
   std::string file;   // the file read
   std::string name;   // the machine in words
   std::vector<std::string> sources;
+  // What a run on it sets: [train] device ("cuda" or "cpu") and [parallel] comm.
+  std::string device = "cuda", comm = "nccl";
 
   double peak_bf16_tflops = 0, peak_fp32_tflops = 0;
   std::vector<int64_t> gemm_sizes;
@@ -61,6 +63,9 @@ struct Hardware {
   double gemm_efficiency_at(double size) const;
   // Bytes a rank can hold in tensors.
   double usable_memory_bytes() const;
+  // The peak a run in `dtype` ([train] dtype) is measured against: bf16's under autocast,
+  // else fp32's (the file gives no other).
+  double peak_tflops(const std::string& dtype) const;
 };
 
 // `name_or_path`: a machine's name (`plait plan --hardware h100-sxm`: this user's first,

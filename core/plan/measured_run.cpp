@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "compare/comparison.hpp"
+#include "config/config_loader.hpp"
 #include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -34,7 +35,36 @@ std::map<std::string, double> step_phases(const nlohmann::json& record) {
   return out;
 }
 
+// The run's device as its lock file records it ([train] device; the schema's "cpu" when
+// an older lock left it out).
+std::string locked_device(const std::string& lock) {
+  const LoadedConfig loaded = load_config(lock, {});
+  const ConfigEntry* e = loaded.tree.find("train", "device");
+  return e != nullptr && e->value.type == ConfigValue::Type::string ? e->value.string : "cpu";
+}
+
+std::string device_words(const std::string& device) { return device == "cuda" ? "GPUs (cuda)" : "CPU ranks (cpu)"; }
+
 }  // namespace
+
+std::string measured_elsewhere(const Hardware& hw, const std::vector<std::string>& devices) {
+  int64_t elsewhere = 0;
+  std::string device;
+  for (const std::string& d : devices) {
+    if (d == hw.device) continue;
+    ++elsewhere;
+    device = d;
+  }
+  if (elsewhere == 0) return "";
+  const std::string which = static_cast<std::size_t>(elsewhere) == devices.size()
+                                ? (devices.size() == 1 ? std::string("the run was") : concat("the ", elsewhere, " runs were"))
+                                : concat(elsewhere, " of the ", devices.size(), " runs were");
+  const std::string hint = device == "cpu" ? "plan with --hardware cpu-local (`plait plan --calibrate` measures this machine)"
+                                           : "plan with the hardware file of the machine they ran on";
+  return concat(which, " measured on ", device_words(device), " ([train] device in config.lock.toml), but ", hw.id,
+                " describes ", device_words(hw.device), ": the measured figures are another machine's than the "
+                "predicted ones, so their ratios say nothing of the planner; ", hint);
+}
 
 MeasuredRun read_measured_run(const std::string& folder) {
   std::error_code ec;
@@ -44,6 +74,7 @@ MeasuredRun read_measured_run(const std::string& folder) {
   MeasuredRun m;
   m.folder = folder;
   m.config = (fs::path(folder) / "config.lock.toml").string();
+  m.device = locked_device(m.config);
   std::vector<nlohmann::json> records = read_metrics_records(folder);
   if (records.size() > 1) records.erase(records.begin());
   PLAIT_CHECK(records.front().contains("time.forward_ms"),

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/resolve.hpp"
@@ -47,6 +48,16 @@ struct PlanInputs {
   std::function<std::shared_ptr<const RankDataCost>(const PlanInputs&, int64_t pp_rank, int64_t dp_per_node)>
       ask_data_cost;
 };
+
+// A config prepared as `plait run` prepares it (every check, the plugins' own), for a
+// machine it need not be on: the planner predicts a GPU cluster from a laptop. What only
+// the machine that runs it can check is left to that machine: [train] device = "cuda" is
+// checked as "cpu" here (no CUDA device is asked for), and a communicator that cannot
+// run here (nccl without a GPU) as gloo; an unknown one is still refused. `stood_in`, if
+// given, gets each such value in words with its place. `scan_data` as prepare_run's (the
+// planner's own questions need no tokens read).
+PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, int known_world = 0,
+                                bool scan_data = false, std::vector<std::string>* stood_in = nullptr);
 
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.
 PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards,

@@ -42,7 +42,7 @@ class CandidateEvaluator {
  public:
   CandidateEvaluator(const std::string& path, const std::vector<std::string>& sets, const Hardware& hw)
       : hw_(hw) {
-    PreparedRun base = prepare_run(path, sets, 0, /*scan_data=*/false);
+    PreparedRun base = prepare_for_machine(path, sets);  // a cuda base run is planned from any machine
     tree_ = std::move(base.loaded.tree);
     registry_ = std::move(base.registry);
     model_ = base.model;

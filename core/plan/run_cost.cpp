@@ -1,11 +1,36 @@
 #include "plan/run_cost.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 
 namespace plait {
+
+double token_count(const std::string& flag, const std::string& text) {
+  static const std::pair<char, double> kSuffixes[] = {{'k', 1e3}, {'m', 1e6}, {'b', 1e9}, {'g', 1e9}, {'t', 1e12}};
+  std::string number = text;
+  double scale = 1;
+  const char last = number.empty() ? '\0' : static_cast<char>(std::tolower(static_cast<unsigned char>(number.back())));
+  for (const auto& [suffix, factor] : kSuffixes) {
+    if (last == suffix) scale = factor;
+  }
+  if (scale != 1) number.pop_back();
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  const std::string shown = concat(flag, " ", abbreviate(text, 40)),
+                    hint = concat(flag, " takes a count of tokens above 0: 2e12, 2000000000000, or with a suffix K, M, "
+                                        "B (or G), T: 500M, 20B, 2T");
+  PLAIT_CHECK(!number.empty() && std::isspace(static_cast<unsigned char>(number.front())) == 0 &&
+                  end == number.c_str() + number.size(),
+              concat(shown, ": not a count of tokens"), hint);
+  PLAIT_CHECK(std::isfinite(value * scale) && value > 0, concat(shown, ": the count must be finite and above 0"), hint);
+  return value * scale;
+}
 
 RunCost price_run(const Hardware& hw, const ConfigPrediction& plan, double tokens, double checkpoint_bytes) {
   PLAIT_CHECK(tokens > 0, concat("--tokens ", tokens), "the tokens to train on, above 0 (e.g. 2e12)");

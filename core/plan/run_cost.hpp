@@ -26,6 +26,11 @@ struct RunCost {
   std::optional<double> on_demand, reserved;  // the run's price, where the hardware file has one
 };
 
+// A count of tokens as a person writes it: 2e12, 2000000000000, or with a suffix (K, M,
+// B or G, T; either case): 500M, 20B, 2T. Anything else, or a count not above 0, is
+// refused in one sentence naming `flag` ("--tokens").
+double token_count(const std::string& flag, const std::string& text);
+
 // `checkpoint_bytes`: what one save writes in all (the model's float32 weights and AdamW's
 // two moments: 12 bytes a parameter).
 RunCost price_run(const Hardware& hw, const ConfigPrediction& plan, double tokens, double checkpoint_bytes);

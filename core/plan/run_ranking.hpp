@@ -15,17 +15,24 @@ namespace plait {
 struct RankedRun {
   std::string name;                   // the folder's name, without a repeat's ".rN"
   std::vector<std::string> folders;   // its repeats
+  std::string device;                 // what it ran on: its config.lock.toml's [train] device
   ConfigPrediction predicted;
   double measured_tokens_per_s_per_gpu = 0;
-  int64_t predicted_rank = 0, measured_rank = 0;  // 1: the fastest
+  // 1: the fastest. Runs of the same speed (within a billionth) share the better rank
+  // (1, 1, 3): a tie is not ordered by the folders' names.
+  int64_t predicted_rank = 0, measured_rank = 0;
 };
 
 struct RunRanking {
   std::vector<RankedRun> runs;  // by predicted tokens/s per accelerator, fitting ones first
-  // The first choice's measured speed below the fastest run's, as a fraction (0: it is
-  // the fastest).
+  // The planner's first choice's measured tokens/s per accelerator below the fastest
+  // run's, as a fraction (0: it is the fastest). Where the planner predicts several runs
+  // alike at the top, the best measured of them is its choice: it cannot tell them apart.
   double first_choice_shortfall = 0;
-  const RankedRun& first_choice() const { return runs.front(); }
+  // The runs predicted fastest: one, or those tied with it.
+  std::vector<const RankedRun*> first_choices() const;
+  // The best measured of them.
+  const RankedRun& first_choice() const;
   const RankedRun& fastest() const;
 };
 

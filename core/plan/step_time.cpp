@@ -71,9 +71,10 @@ int64_t tp_syncs(const StepLayout& l, int64_t blocks, bool first, bool last) {
   return n;
 }
 
-RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels, bool first, bool last) {
+RankCost rank_cost(const Hardware& hw, const StepLayout& l, const KernelInventory& kernels, int64_t pp_rank) {
   const RankShape& s = l.rank;
-  const int64_t blocks = s.model.n_layer / l.pp;
+  const bool first = pp_rank == 0, last = pp_rank == l.pp - 1;
+  const int64_t blocks = l.blocks_on(pp_rank);
   RankCost c;
   c.compute = microbatch_gemm_seconds(hw, s, blocks, last);
   c.memory_bound = memory_bound_seconds(hw, kernels, s, blocks, last);
@@ -174,6 +175,10 @@ double tied_embedding_seconds(const Hardware& hw, const StepLayout& l) {
 
 }  // namespace
 
+int64_t StepLayout::blocks_on(int64_t pp_rank) const {
+  return rank_blocks.empty() ? rank.model.n_layer / pp : rank_blocks.at(static_cast<std::size_t>(pp_rank));
+}
+
 GroupPlacement tensor_group(const Hardware& hw, const StepLayout& l) {
   return {l.rank.tp, std::min(l.rank.tp, hw.gpus_per_node)};
 }
@@ -192,21 +197,32 @@ StepPhases predict_step_time(const Hardware& hw, const StepLayout& l, const Kern
               concat("a layout of dp ", l.dp, ", pp ", l.pp, ", ", l.virtual_stages, " virtual stages and ",
                      l.microbatches, " microbatches of ", s.micro_batch),
               "each is at least 1");
-  PLAIT_CHECK(s.model.n_layer % (l.pp * l.virtual_stages) == 0,
+  PLAIT_CHECK(!l.rank_blocks.empty() || s.model.n_layer % (l.pp * l.virtual_stages) == 0,
               concat(s.model.n_layer, " blocks do not split into pp ", l.pp, " x ", l.virtual_stages, " virtual stages"),
-              "choose pp and virtual stages whose product divides the blocks");
+              "choose pp and virtual stages whose product divides the blocks, or give [parallel] stage_blocks");
+  PLAIT_CHECK(l.rank_blocks.empty() || static_cast<int64_t>(l.rank_blocks.size()) == l.pp,
+              concat("blocks given for ", l.rank_blocks.size(), " pipeline ranks of pp ", l.pp), "one count per pipeline rank");
   PLAIT_CHECK(l.idle_share >= 0 && l.idle_share < 1, concat("an idle share of ", l.idle_share), "it is a fraction below 1");
-  // The busiest rank sets the pace: the last stage's head, or the first's embedding.
-  const RankCost first = rank_cost(hw, l, kernels, true, l.pp == 1);
-  const RankCost last = l.pp == 1 ? first : rank_cost(hw, l, kernels, false, true);
-  const RankCost& busiest = last.busy() >= first.busy() ? last : first;
+  // The busiest rank sets the pace: the last stage's head, the first's embedding, or
+  // (stages cut unevenly) a middle rank with more blocks.
+  const RankCost first = rank_cost(hw, l, kernels, 0);
+  RankCost busiest = first, typical = first;
+  std::vector<int64_t> middles;  // a middle rank's cost is its blocks': one of each count is priced
+  for (int64_t r = 1; r < l.pp; ++r) {
+    const bool middle = r < l.pp - 1;
+    if (middle && std::find(middles.begin(), middles.end(), l.blocks_on(r)) != middles.end()) continue;
+    if (middle) middles.push_back(l.blocks_on(r));
+    const RankCost c = rank_cost(hw, l, kernels, r);
+    if (c.busy() >= busiest.busy()) busiest = c;
+    if (middle && (middles.size() == 1 || c.busy() > typical.busy())) typical = c;  // the busiest headless rank
+  }
   StepPhases p;
   p.compute = busiest.compute;
   p.memory_bound = busiest.memory_bound;
   p.tp_comm = busiest.tp_comm;
   p.pp_comm = busiest.pp_comm + tied_embedding_seconds(hw, l);
-  // The schedule idles its share of the makespan on a typical (headless) rank.
-  const RankCost typical = l.pp > 2 ? rank_cost(hw, l, kernels, false, false) : first;
+  // The schedule idles its share of the makespan on a typical (headless) rank: the
+  // busiest of them, whose pace the others wait for.
   p.bubble = typical.busy() * l.idle_share / (1 - l.idle_share);
   const double per_mb = busiest.compute / static_cast<double>(l.microbatches);
   const DataCommTime data = data_seconds(hw, l, data_ops, per_mb / 3.0, per_mb * 2.0 / 3.0);

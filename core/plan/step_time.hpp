@@ -22,7 +22,11 @@ struct StepLayout {
   int64_t microbatches = 1;    // per pipeline per optimizer step
   double idle_share = 0;       // the schedule's own (its ScheduleModel), 0 without a pipeline
   int64_t grad_bytes_per_element = 4;  // the tied embedding's gradient, summed between the end stages
+  // The blocks on each pipeline rank, its virtual stages' together, as the stage cut made
+  // them ([parallel] stage_blocks, or balanced); empty: n_layer / pp on each, which must divide.
+  std::vector<int64_t> rank_blocks;
   int64_t gpus() const { return dp * pp * rank.tp; }
+  int64_t blocks_on(int64_t pp_rank) const;
   int64_t global_batch() const { return dp * microbatches * rank.micro_batch; }
 };
 

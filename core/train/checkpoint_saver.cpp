@@ -1,6 +1,8 @@
 #include "train/checkpoint_saver.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <utility>
 
 #include <torch/headeronly/version.h>
@@ -22,6 +24,18 @@
 
 namespace plait {
 namespace fs = std::filesystem;
+namespace {
+
+// A time or a rate as the save lines print it: three significant digits, whole from 1000
+// on ("0.0169", "65.6", "1840"): the measurement's own noise is in the fourth.
+std::string rounded(double x) {
+  char text[32];
+  if (x >= 1000) std::snprintf(text, sizeof(text), "%.0f", x);
+  else std::snprintf(text, sizeof(text), "%.3g", x);
+  return text;
+}
+
+}  // namespace
 
 CheckpointSaver::CheckpointSaver(const RunPlan& plan, Rank& rank) : plan_(plan), rank_(rank) {
   const CheckpointSettings& c = plan.config->checkpoint();
@@ -141,8 +155,9 @@ void CheckpointSaver::before_update() {
   copied_.get();
   const double waited = seconds_since(start);
   if (plan_.world->rank() == 0) {
-    core_log().info("checkpoint step ", pending_step_, " (async) held up training ", pending_prepare_s_ + waited,
-                    " s: preparing ", pending_prepare_s_, " s, the update waiting for the copy of the state ", waited, " s");
+    core_log().info("checkpoint step ", pending_step_, " (async) held up training ", rounded(pending_prepare_s_ + waited),
+                    " s: preparing ", rounded(pending_prepare_s_), " s, the update waiting for the copy of the state ",
+                    rounded(waited), " s");
   }
 }
 
@@ -227,10 +242,13 @@ void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own, d
   for (const auto& [name, f] : index.files) bytes += f.bytes;
   const double commit_s = seconds_since(commit_start);
   const double seconds = seconds_since(job.started);
+  // One process has no other ranks to wait for: its line says only what it did.
+  const std::string others = world.size() > 1 ? concat(", waiting for the other ranks ", rounded(reports_s), " s") : "";
   core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, saved in ",
-                  seconds, " s (", bytes / 1e6 / seconds, " MB/s", async_ ? ", alongside training" : "; training held up for all of it", "): preparing ",
-                  job.prepare_s, " s, writing rank 0's file ", write_s, " s, waiting for the other ranks ", reports_s,
-                  " s, index and commit ", commit_s, " s");
+                  rounded(seconds), " s (", rounded(static_cast<double>(bytes) / 1e6 / seconds), " MB/s",
+                  async_ ? ", alongside training" : "; training held up for all of it", "): preparing ",
+                  rounded(job.prepare_s), " s, writing ", world.size() > 1 ? "rank 0's file " : "its file ", rounded(write_s),
+                  " s", others, ", index and commit ", rounded(commit_s), " s");
 }
 
 }  // namespace plait

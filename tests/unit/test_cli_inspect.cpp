@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <regex>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include "plait/sdk/error.hpp"
 #include "plait/sdk/version.hpp"
 #include "support/test_support.hpp"
 #include "support/token_files.hpp"
@@ -92,4 +96,78 @@ TEST_CASE("every shipped config validates", "[cli]") {
     ++checked;
   }
   CHECK(checked >= 3);
+}
+
+TEST_CASE("config validate --hardware checks a GPU config for that machine from one without a GPU", "[cli]") {
+  TempDir dir;
+  const auto config = write_file(dir / "gpus.toml",
+                                 "[model]\nfamily = \"gpt2\"\nsize = \"tiny\"\n[data]\nsource = \"synthetic\"\n"
+                                 "micro_batch_size = 8\nseq_len = 64\n[train]\nsteps = 10\ndevice = \"cuda\"\n"
+                                 "dtype = \"bfloat16\"\n[parallel]\ndata = \"ddp\"\ndp = -1\ncomm = \"nccl\"\n");
+  const ProcessResult here = run_plait({"config", "validate", config.string(), "--nproc-per-node", "16"});
+  INFO(here.output);
+  CHECK(here.exit_code != 0);  // no machine running this suite has 16 GPUs
+  const ProcessResult there =
+      run_plait({"config", "validate", config.string(), "--hardware", "h100-sxm", "--gpus", "16"});
+  INFO(there.output);
+  REQUIRE(there.exit_code == 0);
+  CHECK_THAT(there.output, Contains(": valid for 16 x h100-sxm (") && Contains("2 nodes") &&
+                               Contains("dp 16 x pp 1 x tp 1"));
+  if (here.output.find("no CUDA device is visible") != std::string::npos) {
+    CHECK_THAT(there.output, Contains("left to that machine, not checked here: [train] device = \"cuda\" (" +
+                                      config.string() + ":10:1)"));
+  }
+  // plan --explain asks for no device either.
+  const ProcessResult explained = run_plait({"plan", "--explain", config.string(), "--hardware", "h100-sxm", "--gpus", "16"});
+  INFO(explained.output);
+  CHECK(explained.exit_code == 0);
+
+  // What the machine asks of the config, each refused naming the flag or the line.
+  const ProcessResult cpu = run_plait({"config", "validate", config.string(), "--hardware", "h100-sxm", "--gpus", "16",
+                                       "--set", "train.device=cpu", "--set", "parallel.comm=gloo"});
+  CHECK(cpu.exit_code == 1);
+  CHECK_THAT(cpu.output, Contains("--set train.device=cpu: [train] device = \"cpu\", but h100-sxm's accelerators are "
+                                  "cuda devices"));
+  const ProcessResult gloo =
+      run_plait({"config", "validate", config.string(), "--hardware", "h100-sxm", "--set", "parallel.comm=gloo", "--gpus", "8"});
+  CHECK(gloo.exit_code == 1);
+  CHECK_THAT(gloo.output, Contains("[parallel] comm = \"gloo\" moves CPU tensors, and h100-sxm's ranks hold CUDA ones") &&
+                              Contains("set [parallel] comm = \"nccl\""));
+  const ProcessResult partial = run_plait({"config", "validate", config.string(), "--hardware", "h100-sxm", "--gpus", "12"});
+  CHECK(partial.exit_code == 1);
+  CHECK_THAT(partial.output, Contains("--gpus 12: h100-sxm's nodes hold 8 accelerators each, and 12 do not fill whole "
+                                      "nodes"));
+  const ProcessResult alone = run_plait({"config", "validate", config.string(), "--gpus", "8"});
+  CHECK(alone.exit_code == 1);
+  CHECK_THAT(alone.output, Contains("--gpus 8 says the ranks of a machine, and there is no --hardware"));
+  const ProcessResult placed =
+      run_plait({"config", "validate", config.string(), "--hardware", "h100-sxm", "--nproc-per-node", "8"});
+  CHECK(placed.exit_code == 1);
+  CHECK_THAT(placed.output, Contains("--hardware checks a config for a machine described by its file"));
+}
+
+TEST_CASE("a checkpoint's save line rounds its figures, and one process waits for no other ranks", "[cli]") {
+  TempDir dir;
+  // Three significant digits, whole from 1000 on: "0.0169 s (65.6 MB/s", never "0.0169238".
+  auto rounded = [](std::string shown) {
+    INFO(shown);
+    if (shown.find('.') == std::string::npos && shown.find('e') == std::string::npos) return true;  // whole
+    shown = shown.substr(0, shown.find('e'));
+    shown.erase(std::remove(shown.begin(), shown.end(), '.'), shown.end());
+    return shown.size() - std::min(shown.size(), shown.find_first_not_of('0')) <= 3;
+  };
+  const std::regex save("saved in ([^ ]+) s \\(([^ ]+) MB/s");
+  for (const int ranks : {1, 2}) {
+    const std::vector<std::string> sets =
+        ranks == 1 ? std::vector<std::string>{"parallel.data=single", "parallel.dp=1"} : std::vector<std::string>{};
+    const ProcessResult r = run_quickstart(dir / concat("run", ranks), 2, sets);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, save));
+    CHECK(rounded(m[1].str()));
+    CHECK(rounded(m[2].str()));
+    CHECK((r.output.find("waiting for the other ranks") != std::string::npos) == (ranks > 1));
+    CHECK((r.output.find("writing its file") != std::string::npos) == (ranks == 1));
+  }
 }

@@ -37,6 +37,9 @@ const std::vector<Combination>& combinations() {
       {"zero 3 persistent", {"parallel.data=zero", "zero.stage=3", "zero.persistence_threshold=1000"}},
       {"fsdp", {"parallel.data=fsdp"}},
       {"hybrid fsdp", {"parallel.data=fsdp", "parallel.dp=4", "fsdp.shard_size=2"}},
+      // Every group kept gathered from forward to backward: more blocks than the groups in
+      // use and prefetched, so that the kept ones outweigh them.
+      {"fsdp without resharding", {"parallel.data=fsdp", "fsdp.reshard_after_forward=false", "model.n_layer=8"}},
       {"zero 3 offload", {"parallel.data=zero", "zero.stage=3", "parallel.offload=cpu", "cpu.params=true",
                           "train.grad_accum=2"}},
       {"zero 2 bf16", {"parallel.data=zero", "zero.stage=2", "train.dtype=bfloat16"}},

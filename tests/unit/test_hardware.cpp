@@ -108,3 +108,25 @@ TEST_CASE("a machine is named by a shipped name or a file, and another name is r
   }
   CHECK_THROWS_WITH(load_hardware("nowhere/box.toml"), Contains("hardware file nowhere/box.toml does not exist"));
 }
+
+TEST_CASE("a hardware file says what its accelerators are to a run: [train] device, and the communicator", "[plan]") {
+  for (const auto& name : shipped_hardware()) {
+    const Hardware h = load_hardware(name);
+    INFO(name);
+    CHECK(h.device == "cuda");
+    CHECK(h.comm == "nccl");
+    CHECK(h.peak_tflops("bfloat16") == h.peak_bf16_tflops);
+    CHECK(h.peak_tflops("float32") == h.peak_fp32_tflops);
+  }
+  TempDir dir;
+  const Hardware cpus = load_hardware(h100_with(dir, "[hardware]\ndevice = \"cpu\"\n").string());
+  CHECK(cpus.device == "cpu");
+  CHECK(cpus.comm == "gloo");  // a CPU machine's default
+  CHECK(load_hardware(h100_with(dir, "[hardware]\ncomm = \"mine\"\n").string()).comm == "mine");
+  try {
+    load_hardware(h100_with(dir, "[hardware]\ndevice = \"tpu\"\n").string());
+    FAIL("a device plait cannot run on was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), StartsWith((dir / "mine.toml").string() + ":3:1:") && Contains("device"));
+  }
+}

@@ -337,3 +337,119 @@ TEST_CASE("plait plan --calibrate measures this machine as cpu-local, which --ha
   CHECK(mixed.exit_code == 1);
   CHECK_THAT(mixed.output, Contains("plait plan --calibrate measures this machine and takes no --model"));
 }
+
+namespace {
+
+// A folder of two runs of one config, copied from one real run: `b` measured `faster`
+// times `a`'s tokens/s in every step. The planner predicts them alike.
+fs::path two_runs_alike(const TempDir& dir, double faster) {
+  const ProcessResult ran = run_quickstart(dir / "one", 3, {"checkpoint.final=false"});
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  const fs::path sweep = dir / "sweep";
+  fs::create_directories(sweep);
+  for (const char* name : {"a", "b"}) fs::copy(dir / "one", sweep / name, fs::copy_options::recursive);
+  std::string lines;
+  for (nlohmann::json m : read_metrics(sweep / "b")) {
+    m["tokens_per_s"] = m.at("tokens_per_s").get<double>() * faster;
+    lines += m.dump() + "\n";
+  }
+  write_file(sweep / "b" / "metrics.jsonl", lines);
+  return sweep;
+}
+
+}  // namespace
+
+TEST_CASE("plait plan --against SWEEP: runs predicted alike share a rank, and the first choice is the best of them",
+          "[plan]") {
+  TempDir dir;
+  const fs::path sweep = two_runs_alike(dir, 1 / 0.702);  // a measured 29.8% below b
+  const nlohmann::json j = plait_json({"plan", "--against", sweep.string(), "--hardware", "a100-80g"});
+  const nlohmann::json& runs = j.at("runs");
+  REQUIRE(runs.size() == 2);
+  for (const nlohmann::json& r : runs) CHECK(r.at("predicted_rank").get<int64_t>() == 1);
+  CHECK(j.at("first_choices").size() == 2);
+  // The planner cannot tell them apart, so it has not chosen the slower one.
+  CHECK(j.at("first_choice") == "b");
+  CHECK(j.at("fastest") == "b");
+  CHECK(j.at("first_choice_shortfall").get<double>() == Approx(0).margin(1e-12));
+  const ProcessResult text = run_plait({"plan", "--against", sweep.string(), "--hardware", "a100-80g"});
+  INFO(text.output);
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.output, Contains(" alike (") && Contains("does not choose between them; the best measured of them, b, "
+                                                           "is the fastest measured run"));
+  CHECK(text.output.find("below the fastest") == std::string::npos);
+
+  // Predicted apart, the shortfall is said in the table's own figures.
+  const fs::path c = sweep / "c";
+  fs::copy(sweep / "a", c, fs::copy_options::recursive);
+  fs::remove_all(sweep / "a");
+  std::string lock = read_file(c / "config.lock.toml");
+  const std::string none = "activation_checkpointing = \"none\"";
+  REQUIRE(lock.find(none) != std::string::npos);
+  write_file(c / "config.lock.toml", lock.replace(lock.find(none), none.size(), "activation_checkpointing = \"full\""));
+  const nlohmann::json apart = plait_json({"plan", "--against", sweep.string(), "--hardware", "a100-80g"});
+  std::set<int64_t> predicted;
+  for (const nlohmann::json& r : apart.at("runs")) predicted.insert(r.at("predicted_rank").get<int64_t>());
+  CHECK(predicted == std::set<int64_t>{1, 2});
+}
+
+TEST_CASE("plait plan --against says when the runs ran on another kind of machine than the hardware file describes",
+          "[plan]") {
+  TempDir dir;
+  const fs::path sweep = two_runs_alike(dir, 1.0);
+  const fs::path cpus = write_file(dir / "cpus.toml", concat("extends = \"", shipped_hardware_dir(),
+                                                             "/a100-80g.toml\"\n[hardware]\ndevice = \"cpu\"\n"));
+  const nlohmann::json gpu = plait_json({"plan", "--against", sweep.string(), "--hardware", "h100-sxm"});
+  REQUIRE(gpu.at("warnings").size() == 1);
+  CHECK_THAT(gpu.at("warnings")[0].get<std::string>(),
+             Contains("the 2 runs were measured on CPU ranks (cpu)") && Contains("but h100-sxm describes GPUs (cuda)") &&
+                 Contains("--hardware cpu-local"));
+  const ProcessResult text = run_plait({"plan", "--against", sweep.string(), "--hardware", "h100-sxm"});
+  CHECK_THAT(text.output, Contains("warning: the 2 runs were measured on CPU ranks (cpu)"));
+  const ProcessResult one = run_plait({"plan", "--against", (sweep / "a").string(), "--hardware", "h100-sxm"});
+  INFO(one.output);
+  CHECK(one.exit_code == 0);
+  CHECK_THAT(one.output, Contains("warning: the run was measured on CPU ranks (cpu)"));
+  // A hardware file of CPU ranks is the runs' kind of machine: nothing to say.
+  CHECK(plait_json({"plan", "--against", sweep.string(), "--hardware", cpus.string()}).at("warnings").empty());
+  CHECK(plait_json({"plan", "--against", (sweep / "a").string(), "--hardware", cpus.string()})
+            .at("against").at("warnings").empty());
+}
+
+TEST_CASE("plait plan --explain takes [parallel] stage_blocks, dp = -1 with --gpus, and --tokens with a suffix",
+          "[plan]") {
+  const std::vector<std::string> pipeline = {"model.n_layer=3", "parallel.pipeline=1f1b", "parallel.pp=2",
+                                             "parallel.dp=1", "train.grad_accum=2"};
+  auto with = [&](const std::string& blocks) {
+    std::vector<std::string> sets = pipeline;
+    sets.push_back("parallel.stage_blocks=" + blocks);
+    return explain_json(sets, {"--hardware", "a100-80g"});
+  };
+  // 3 blocks on 2 stages, as `plait run` cuts them: the last stage has the head, so giving
+  // it the second block makes it the busier one.
+  const nlohmann::json light_last = with("[2, 1]"), heavy_last = with("[1, 2]");
+  REQUIRE(light_last.at("ranks").size() == 2);
+  CHECK(heavy_last.at("phases").at("compute_ms").get<double>() > light_last.at("phases").at("compute_ms").get<double>());
+  // An even cut written out is the even cut.
+  std::vector<std::string> even = pipeline;
+  even[0] = "model.n_layer=4";
+  const nlohmann::json balanced = explain_json(even, {"--hardware", "a100-80g"});
+  even.push_back("parallel.stage_blocks=[2, 2]");
+  CHECK(explain_json(even, {"--hardware", "a100-80g"}).at("phases").at("step_ms").get<double>() ==
+        Approx(balanced.at("phases").at("step_ms").get<double>()).epsilon(1e-12));
+
+  // dp = -1 is the rest of --gpus.
+  const nlohmann::json rest = explain_json({"parallel.dp=-1"}, {"--hardware", "a100-80g", "--gpus", "8"});
+  CHECK(rest.at("dp").get<int64_t>() == 8);
+  const ProcessResult unknown = run_plait(explain_args({"parallel.dp=-1"}, {"--hardware", "a100-80g"}));
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.output, Contains("[parallel] dp = -1 takes the rest of the world size, which plait plan --explain "
+                                      "is told by --gpus") && Contains("give --gpus N"));
+
+  // --tokens 1T is 1e12 tokens; a count plait cannot read names the flag.
+  CHECK(explain_json({}, {"--hardware", "a100-80g", "--tokens", "1T"}).at("cost").at("tokens").get<double>() == 1e12);
+  const ProcessResult bad = run_plait(explain_args({}, {"--tokens", "1Q"}));
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Contains("--tokens 1Q: not a count of tokens") && Contains("500M, 20B, 2T"));
+}

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "config/config_loader.hpp"
 #include "config/schema.hpp"
 #include "plait/sdk/error.hpp"
 #include "plan/hardware.hpp"
@@ -110,16 +111,45 @@ TEST_CASE("plait plan --model ranks what fits by tokens/s, sets the rest aside w
   }
   CHECK(zero_said);
 
-  // The written config is valid and, explained, predicts what the search did.
+  // The written config runs on the machine (its device, communicator and peak), is valid
+  // for it from here and, explained here, predicts what the search did.
   const std::string text = read_file(written);
-  CHECK_THAT(text, Contains("# plait plan: the best of ") && Contains("device = \"cuda\""));
-  const ProcessResult valid = run_plait({"config", "validate", written.string(), "--set", "train.device=cpu"});
+  CHECK_THAT(text, Contains("# plait plan: the best of ") && Contains("device = \"cuda\"") &&
+                       Contains("comm = \"nccl\""));
+  CHECK(text.find("[gloo]") == std::string::npos);
+  const LoadedConfig loaded = load_config(written.string(), {});
+  CHECK(loaded.tree.find("train", "peak_flops")->value.floating == Approx(312e12));  // a100-80g's bf16 peak
+  const ProcessResult valid =
+      run_plait({"config", "validate", written.string(), "--hardware", "a100-80g", "--gpus", "8"});
   INFO(valid.output);
   CHECK(valid.exit_code == 0);
-  const nlohmann::json e =
-      plait_json({"plan", "--explain", written.string(), "--hardware", "a100-80g", "--set", "train.device=cpu"});
+  CHECK_THAT(valid.output, Contains("valid for 8 x a100-80g"));
+  const nlohmann::json e = plait_json({"plan", "--explain", written.string(), "--hardware", "a100-80g"});
   CHECK(e.at("phases").at("step_ms").get<double>() == Approx(plans[0].at("phases").at("step_ms").get<double>()));
   CHECK(e.at("ranks").at(0).at("device_bytes") == plans[0].at("ranks").at(0).at("device_bytes"));
+}
+
+TEST_CASE("plait plan --write for a CPU machine keeps [train] device \"cpu\" and gloo, with the machine's peak",
+          "[plan]") {
+  TempDir dir;
+  const fs::path cpu = write_file(dir / "cpus.toml", concat("extends = \"", shipped_hardware_dir(),
+                                                             "/a100-80g.toml\"\n[hardware]\ndevice = \"cpu\"\n"));
+  const Hardware hw = load_hardware(cpu.string());
+  REQUIRE(hw.device == "cpu");
+  CHECK(hw.comm == "gloo");
+  const auto written = dir / "best.toml";
+  const nlohmann::json j = search_json({"--model", "gpt2-124m", "--gpus", "8", "--hardware", cpu.string(),
+                                        "--global-batch", "64", "--set", "train.dtype=float32", "--write",
+                                        written.string()});
+  REQUIRE_FALSE(j.at("plans").empty());
+  const LoadedConfig loaded = load_config(written.string(), {});
+  CHECK(loaded.tree.find("train", "device")->value.string == "cpu");
+  CHECK(loaded.tree.find("parallel", "comm")->value.string == "gloo");
+  CHECK(loaded.tree.find("train", "peak_flops")->value.floating == Approx(hw.peak_fp32_tflops * 1e12));  // float32's
+  const ProcessResult valid = run_plait({"config", "validate", written.string(), "--hardware", cpu.string()});
+  INFO(valid.output);
+  CHECK(valid.exit_code == 0);
+  CHECK(valid.output.find("left to that machine") == std::string::npos);  // nothing here it cannot check
 }
 
 TEST_CASE("plait plan --write --bundle saves the best plan's own choices, which a config of the model extends", "[plan]") {

@@ -1,9 +1,13 @@
 // fsdp: full and hybrid sharding train the single process's model (the equivalence
 // harness on 2 and 4 ranks, float64 and float32, with gradient accumulation and
-// clipping), and full sharding moves 3Ψ(N-1)/N elements per rank and step.
+// clipping), and full sharding moves 3Ψ(N-1)/N elements per rank and step; without
+// resharding its cost model counts what it keeps gathered.
 #include <catch2/catch.hpp>
 
 #include "plait/sdk/error.hpp"
+#include "plan/config_prediction.hpp"
+#include "plan/hardware.hpp"
+#include "run/prepare.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;
@@ -89,4 +93,34 @@ TEST_CASE("fsdp on llama (untied head, grouped-query attention) on 4 ranks, floa
   CHECK(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Matchers::Contains("PASS") &&
                            Catch::Matchers::Contains("gradients after step 1: 21 parameters"));
+}
+
+TEST_CASE("fsdp's cost model counts the gathered parameters it keeps from forward to backward without resharding",
+          "[fsdp]") {
+  // 8 blocks: kept, they outweigh the two groups the engine counts in use and prefetched.
+  const std::vector<std::string> sets = {"parallel.data=fsdp", "fsdp.reshard_after_forward=false", "model.n_layer=8"};
+  const PreparedRun run = prepare_run(source_path("configs/quickstart.toml"), sets);
+  const ConfigPrediction kept = predict_config(run, load_hardware("a100-80g"));
+  std::vector<std::string> resharding = sets;
+  resharding[1] = "fsdp.reshard_after_forward=true";
+  const ConfigPrediction freed =
+      predict_config(prepare_run(source_path("configs/quickstart.toml"), resharding), load_hardware("a100-80g"));
+  const RankMemory& rank = kept.ranks.at(0);
+  // Every group whole at the backward's start: the shards' bytes times the 2 shards.
+  CHECK(rank.transient >= 2 * rank.state.params);
+  CHECK(rank.transient > freed.ranks.at(0).transient);
+  // A real run's forward holds them at its end, with the activations: within the prediction.
+  TempDir dir;
+  const ProcessResult r = run_quickstart(dir / "run", 2, sets);
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<nlohmann::json> steps = read_metrics(dir / "run");
+  REQUIRE(steps.back().at("ranks").size() == 2);
+  for (const nlohmann::json& measured : steps.back().at("ranks")) {
+    const auto held = measured.at("activation_bytes").get<double>();
+    INFO("rank " << measured.at("rank") << ": held " << held << ", predicted activations " << rank.activations
+                 << " and transient " << rank.transient);
+    CHECK(held >= static_cast<double>(rank.activations + 2 * rank.state.params) * 0.995);
+    CHECK(held <= static_cast<double>(rank.device() - rank.state.params - rank.state.grads - rank.state.optimizer) * 1.005);
+  }
 }
