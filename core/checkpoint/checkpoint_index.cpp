@@ -95,30 +95,41 @@ nlohmann::ordered_json to_json(const CheckpointIndex& index) {
 }
 
 CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& where) {
-  PLAIT_CHECK(j.is_object() && j.value("format", "") == "plait-checkpoint",
+  // The library's words for a value of the wrong type name neither the file nor the key:
+  // each top-level field is read naming its key.
+  const std::string fix = "the checkpoint is damaged: resume or export from another one";
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    PLAIT_CHECK(j.contains(key), concat(where, ": the checkpoint index is damaged: it lacks the key \"", key, "\""), fix);
+    return j.at(key);
+  };
+  PLAIT_CHECK(j.is_object() && j.contains("format") && j.at("format") == "plait-checkpoint",
               concat(where, " is not a plait checkpoint index"), "point at a checkpoint folder (step-<N>) or a run folder");
+  PLAIT_CHECK(!j.contains("format_version") || j.at("format_version").is_number_integer(),
+              concat(where, ": the checkpoint index is damaged: its \"format_version\" is not a whole number"), fix);
   const int version = j.value("format_version", 0);
   PLAIT_CHECK(version == kFormatVersion,
               concat(where, ": checkpoint format version ", version, ", but this plait reads version ", kFormatVersion),
               "load it with the plait that wrote it, or export its weights there");
   CheckpointIndex index;
+  const char* key = "";
   try {
-    index.plait_version = j.at("plait_version").get<std::string>();
-    index.libtorch_version = j.at("libtorch_version").get<std::string>();
-    index.step = j.at("step").get<int64_t>();
-    index.tokens = j.at("tokens").get<int64_t>();
-    index.samples = j.at("samples").get<int64_t>();
-    index.mesh = j.at("mesh").get<std::map<std::string, int64_t>>();
-    index.plugins = j.at("plugins").get<std::map<std::string, std::string>>();
-    index.state = j.at("state");
-    for (const auto& [name, f] : j.at("files").items()) {
+    index.plait_version = field(key = "plait_version").get<std::string>();
+    index.libtorch_version = field(key = "libtorch_version").get<std::string>();
+    index.step = field(key = "step").get<int64_t>();
+    index.tokens = field(key = "tokens").get<int64_t>();
+    index.samples = field(key = "samples").get<int64_t>();
+    index.mesh = field(key = "mesh").get<std::map<std::string, int64_t>>();
+    index.plugins = field(key = "plugins").get<std::map<std::string, std::string>>();
+    index.state = field(key = "state");
+    for (const auto& [name, f] : field(key = "files").items()) {
       index.files[name] = {f.at("bytes").get<int64_t>(), f.at("xxh3").get<std::string>(),
                            f.at("block_bytes").get<int64_t>(), f.at("blocks").get<std::string>()};
     }
-    for (const auto& [name, t] : j.at("tensors").items()) index.tensors[name] = tensor_from_json(t);
+    for (const auto& [name, t] : field(key = "tensors").items()) index.tensors[name] = tensor_from_json(t);
+    key = "state";
     check_state(index, where);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(concat(where, ": the checkpoint index is malformed: ", json_problem(e)), "the checkpoint is damaged");
+    throw Error(concat(where, ": the checkpoint index is damaged: its \"", key, "\": ", json_fault(e.what())), fix);
   }
   // A step, token or sample count no run can have would carry on as the learning rate's and the data's position.
   PLAIT_CHECK(index.step >= 1 && index.tokens >= 0 && index.samples >= 0,

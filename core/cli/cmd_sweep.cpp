@@ -17,6 +17,7 @@
 #include "plait/sdk/error.hpp"
 #include "config/resolve.hpp"
 #include "run/launch_plan.hpp"
+#include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_status.hpp"
 #include "run/subprocess.hpp"
@@ -111,6 +112,21 @@ nlohmann::ordered_json sweep_record(const SweepArgs& args, const std::vector<Out
   return j;
 }
 
+// Every --vary value checked against its key's schema before any combination is: a value
+// no run can take, or one given twice, is the flag's mistake, not a combination's.
+void check_variations(const SweepArgs& args, const std::vector<sweep::Variation>& variations) {
+  const LoadedConfig loaded = load_config(args.config, args.sets);
+  const PluginRegistry registry = discover_plugins(config_plugin_dirs(loaded.tree));
+  const sweep::SchemaOf schema_of = [&](const std::string& table) -> const TableSchema* {
+    for (const auto& schema : core_schemas()) {
+      if (schema.table == table) return &schema;
+    }
+    const PluginRecord* plugin = registry.find(table);
+    return plugin ? &plugin_schema(*plugin) : nullptr;
+  };
+  for (const auto& v : variations) sweep::check_variation(v, schema_of);
+}
+
 }  // namespace
 
 int sweep(const SweepArgs& args) {
@@ -118,6 +134,7 @@ int sweep(const SweepArgs& args) {
   for (const auto& v : args.vary) variations.push_back(sweep::parse_vary(v));
   PLAIT_CHECK(!variations.empty(), "plait sweep needs at least one --vary KEY=V1,V2,...",
               "for example --vary parallel.data=ddp,zero,fsdp");
+  check_variations(args, variations);
   // --out, or runs/sweep-<config>-<time>.
   const fs::path folder = args.out ? fs::path(*args.out) : [&] {
     const fs::path run = choose_run_folder("", args.config);

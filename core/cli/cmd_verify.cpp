@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "util/did_you_mean.hpp"
+#include "util/writable_folder.hpp"
 #include "verify/combinations.hpp"
 #include "verify/verify_library.hpp"
 
@@ -86,13 +88,55 @@ const PluginRecord* find_plugin(const PluginRegistry& registry, const std::strin
               "`plait plugins` lists the plugins found; give a library's path to verify one elsewhere");
 }
 
+// What `plait config validate` would say against the base config with `sets`, or nothing.
+// The base is written to a folder of its own, removed again: nothing is left behind.
+std::optional<Error> refusal_of(const std::vector<std::string>& sets) {
+  std::string folder = (fs::temp_directory_path() / "plait-verify-XXXXXX").string();
+  if (::mkdtemp(folder.data()) == nullptr) return std::nullopt;  // cannot tell here: the cases will
+  const std::string base = (fs::path(folder) / "base.toml").string();
+  std::optional<Error> refused;
+  try {
+    write_file_atomically(base, verify::base_config_toml());
+    prepare_run(base, sets);
+  } catch (const Error& e) {
+    // The temporary's path means nothing to the user: the verify folder will hold base.toml.
+    std::string what = e.what();
+    for (auto at = what.find(base); at != std::string::npos; at = what.find(base)) what.replace(at, base.size(), "base.toml");
+    refused.emplace(what.substr(0, what.find('\n')), e.hint());
+  }
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+  return refused;
+}
+
+// The user's --set flags go into every case: one the config refuses would fail each case
+// as if the plugin had, minutes later. Checked once, before anything runs, on the first
+// case as `plait config validate` checks it; a refusal without the flags is the plugin's
+// own, which its cases report.
+void check_user_sets(const PluginRecord& plugin, const VerifyArgs& args) {
+  if (args.sets.empty() || !plugin.available) return;
+  const auto with = verify::plan_cases(plugin, args.quick, args.sets);
+  const auto without = verify::plan_cases(plugin, args.quick, {});
+  if (with.empty() || without.empty() || refusal_of(without.front().sets)) return;
+  const std::optional<Error> refused = refusal_of(with.front().sets);
+  if (!refused) return;
+  std::string flags;
+  for (const auto& s : args.sets) flags += concat(" --set ", s);
+  throw Error(concat(refused->what(), " (plait verify checked it before running any case)"),
+              concat(refused->hint().empty() ? "" : refused->hint() + "\n  ", "every case runs with", flags,
+                     ": fix or drop the flag named"));
+}
+
 }  // namespace
 
 int verify(const VerifyArgs& args) {
+  // Where the report goes is checked before the cases, not after the quarter hour they take.
+  if (args.json) check_file_writable(*args.json, "--json");
   if (is_path(args.plugin)) search_first(args.plugin);
   const PluginRegistry registry = discover_plugins();
   std::vector<Outcome> rows;
   const PluginRecord* plugin = find_plugin(registry, args.plugin, rows);
+  if (plugin) check_user_sets(*plugin, args);
   const std::string name = plugin ? plugin->name : fs::path(args.plugin).stem().string();
   const std::string folder = choose_run_folder(args.out.value_or(""), "verify-" + name);
   create_run_folder(folder);

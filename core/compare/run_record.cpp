@@ -172,6 +172,28 @@ std::string combination_of(const std::string& folder) {
   return std::regex_match(name, m, repeat) ? m[1].str() : name;
 }
 
+namespace {
+
+// A run compared with itself (the same folder twice, or through a link) agrees with itself
+// in everything: a report that says so compares nothing.
+void refuse_same_run_twice(const std::vector<std::string>& runs) {
+  std::map<fs::path, std::string> seen;  // the real folder -> as the user named it
+  for (const auto& run : runs) {
+    std::error_code ec;
+    fs::path real = fs::weakly_canonical(run, ec);
+    if (ec) real = fs::absolute(run).lexically_normal();
+    const auto [it, fresh] = seen.emplace(real, run);
+    if (fresh) continue;
+    const bool same_words = fs::path(it->second).lexically_normal() == fs::path(run).lexically_normal();
+    throw Error(concat("plait compare: ", run, " is the run ", it->second,
+                       same_words ? " named twice" : concat(" again, by another path (both are ", real.string(), ")"),
+                       ": a run compared with itself shows no difference"),
+                "compare two different runs, or a sweep folder");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> expand_run_folders(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
@@ -188,6 +210,7 @@ std::vector<std::string> expand_run_folders(const std::vector<std::string>& path
     sort_as_swept(inside, fs::path(p) / "sweep.json");
     out.insert(out.end(), inside.begin(), inside.end());
   }
+  refuse_same_run_twice(out);
   return out;
 }
 

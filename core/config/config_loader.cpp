@@ -3,10 +3,13 @@
 #include <cctype>
 #include <filesystem>
 
+#include <regex>
+
 #include <toml++/toml.h>
 
 #include "config/bundle_path.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/others_can_write.hpp"
 #include "util/abbreviate.hpp"
 
 namespace plait {
@@ -45,13 +48,24 @@ std::string display_path(const fs::path& p) {
   return p.string();
 }
 
-toml::table parse_or_throw(const fs::path& path, const std::string& shown) {
+// toml++'s sentence quotes what it found ("saw 'h'"): from a file reached through extends,
+// which may be any file at all (a path is followed wherever it leads), that is the file's
+// content, and it is not echoed.
+std::string without_content(const std::string& description) {
+  static const std::regex quoted(R"((saw|found|got|character|encountered) ('[^']*'|"[^"]*"))");
+  return std::regex_replace(description, quoted, "$1 something else");
+}
+
+toml::table parse_or_throw(const fs::path& path, const std::string& shown, bool reached_by_extends) {
   try {
     return toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw Error(concat(shown, ":", where.line, ":", where.column, ": invalid TOML: ", e.description()),
-                "fix the syntax at that position (TOML reference: https://toml.io)");
+    const std::string description(e.description());
+    throw Error(concat(shown, ":", where.line, ":", where.column, reached_by_extends ? ": not a valid TOML file: " : ": invalid TOML: ",
+                       reached_by_extends ? without_content(description) : description),
+                reached_by_extends ? "extends takes TOML files (bundles); check the path, or fix the syntax at that position"
+                                   : "fix the syntax at that position (TOML reference: https://toml.io)");
   }
 }
 
@@ -142,8 +156,14 @@ ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::ve
                   "a bundle may not extend, directly or indirectly, the file that extends it");
     }
   }
+  // A bundle shapes the job as a plugin does: one that others could change is refused as a plugin is.
+  if (named_at != nullptr) {
+    const std::string why = others_can_write(file, "anyone could change this job's settings");
+    PLAIT_CHECK(why.empty(), concat(named_at->describe(), ": extends names ", shown, ", which is not read: ", why),
+                "keep bundles where only you (or root) can write them, as plugins are kept");
+  }
   stack.push_back(file);
-  const toml::table root = parse_or_throw(file, shown);
+  const toml::table root = parse_or_throw(file, shown, named_at != nullptr);
   // Bundles are found through the named config's [bundles] paths before any bundle is
   // read: a bundle's own would be shown as in effect and never used.
   if (const toml::node* paths = root.at_path("bundles.paths").node(); paths != nullptr && named_at != nullptr) {
@@ -185,7 +205,7 @@ std::vector<BundleDir> config_bundle_dirs(const fs::path& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return out;  // load_file says what is wrong with it
   const std::string shown = display_path(file);
-  const toml::table root = parse_or_throw(file, shown);
+  const toml::table root = parse_or_throw(file, shown, /*reached_by_extends=*/false);
   const toml::node* paths = root.at_path("bundles.paths").node();
   if (paths == nullptr) return out;
   const toml::array* arr = paths->as_array();
@@ -254,24 +274,23 @@ void apply_override(ConfigTree& tree, const std::string& override_text) {
     throw Error(shown + ": [bundles] paths cannot be set with --set: bundles are found before --set applies",
                 "write [bundles] paths in the config, or set PLAIT_BUNDLE_PATH");
   }
-  ConfigValue value;
+  tree.set(dotted.substr(0, dot), dotted.substr(dot + 1), {override_value(text, shown), Source::from_flag(flag)});
+}
+
+ConfigValue override_value(const std::string& text, const std::string& shown) {
   // A TOML value that starts with a letter is one of these four; any other such text is a
   // bare word, taken as a string without asking the parser (whose refusal is an exception:
   // a planner's search applies thousands of --set parallel.data=fsdp).
   const bool bare_word = !text.empty() && std::isalpha(static_cast<unsigned char>(text[0])) != 0 && text != "true" &&
                          text != "false" && text != "inf" && text != "nan";
-  if (bare_word) {
-    value = ConfigValue::of(text);
-  } else {
-    try {
-      const std::string doc = "v = " + text;
-      toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
-      value = to_value(*parsed.get("v"), shown);
-    } catch (const toml::parse_error&) {
-      value = ConfigValue::of(text);  // a bare word: model.size=124m, data.source=data/x.bin
-    }
+  if (bare_word) return ConfigValue::of(text);
+  try {
+    const std::string doc = "v = " + text;
+    toml::table parsed = toml::parse(std::string_view(doc), std::string_view("--set"));
+    return to_value(*parsed.get("v"), shown);
+  } catch (const toml::parse_error&) {
+    return ConfigValue::of(text);  // a bare word: model.size=124m, data.source=data/x.bin
   }
-  tree.set(dotted.substr(0, dot), dotted.substr(dot + 1), {std::move(value), Source::from_flag(flag)});
 }
 
 }  // namespace plait

@@ -29,6 +29,10 @@ std::vector<BundleDir> config_bundle_dirs(const std::filesystem::path& file);
 // name as its source, so an error about it names what the user typed.
 void apply_override(ConfigTree& tree, const std::string& assignment);
 
+// The value of an override's text as --set reads it: TOML, or else a bare string; `shown`
+// names the flag in an error (a nested table, a date).
+ConfigValue override_value(const std::string& text, const std::string& shown);
+
 // The override a value flag makes: flag_override("--resume", "runs/a") == "--resume=runs/a".
 std::string flag_override(const std::string& flag, const std::string& value);
 

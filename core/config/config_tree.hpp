@@ -36,6 +36,10 @@ class ConfigTree {
   // that nobody set (a default) is said to come from.
   void set_main_file(std::string shown) { main_file_ = std::move(shown); }
   std::string default_place() const { return main_file_.empty() ? "default" : main_file_ + " (default)"; }
+  // Whether `source` is the user's own word: the main config file or a flag, not a bundle.
+  bool set_by_user(const Source& source) const {
+    return source.kind == Source::Kind::flag || (source.kind == Source::Kind::file && source.file == main_file_);
+  }
 
  private:
   std::vector<std::string> order_;

@@ -121,6 +121,35 @@ static void refuse_root_keys(const ConfigTree& tree, const std::vector<std::stri
   }
 }
 
+// The table of a found plugin that plays no role does nothing. An adapter's the user set
+// (in the config or a flag) is refused: with no adapter chosen every weight trains, the
+// opposite of what [lora] asks for, and nobody would notice until the run was over. Any
+// other such table, or one a bundle set (it serves configs that choose the plugin), is noted.
+static void check_idle_table(const ConfigTree& tree, const PluginRecord& record, const ParallelSettings& parallel,
+                             std::vector<std::string>& notes) {
+  const ConfigTable& table = tree.table(record.name);
+  if (table.empty()) return;
+  auto first = table.begin();
+  for (auto it = table.begin(); it != table.end(); ++it) {
+    if (tree.set_by_user(it->second.source)) {
+      first = it;
+      break;
+    }
+  }
+  const std::string place = concat(first->second.source.describe(), ": [", record.name, "] ", first->first, " is set, but ");
+  const bool adapter = record.kind == "adapter";
+  if (adapter && tree.set_by_user(first->second.source)) {
+    throw Error(concat(place, "the run trains ",
+                       parallel.adapter == "none" ? std::string("no adapter ([parallel] adapter = \"none\")")
+                                                  : concat("the adapter '", parallel.adapter, "'"),
+                       ": every option of [", record.name, "] would be ignored",
+                       parallel.adapter == "none" ? " and every weight of the model trained" : ""),
+                concat("choose it with [parallel] adapter = \"", record.name, "\", or remove [", record.name, "]"));
+  }
+  notes.push_back(concat(place, record.kind, " plugin '", record.name,
+                         "' plays no role in [parallel]: its options do nothing in this run"));
+}
+
 ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched) {
   ResolvedConfig out;
   std::vector<std::string> core_names;
@@ -177,6 +206,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
     if (std::find(resolved_plugins.begin(), resolved_plugins.end(), table) != resolved_plugins.end()) continue;
     if (const PluginRecord* record = registry.find(table)) {
       resolve_plugin_table(*record);
+      check_idle_table(tree, *record, out.parallel_, out.notes_);
       continue;
     }
     std::vector<std::string> known = core_names;

@@ -200,18 +200,28 @@ TableSchema parse_schema(std::string_view toml_text, const std::string& table, c
   return schema;
 }
 
+namespace {
+
+[[noreturn]] void unknown_key(const TableSchema& schema, const std::string& key, const Source& source) {
+  std::string list;
+  for (const auto& k : schema.keys()) list += (list.empty() ? "" : ", ") + k;
+  throw Error(concat(source.describe(), ": unknown key '", abbreviate(key), "' in [", schema.table, "]",
+                     did_you_mean(key, schema.keys())),
+              concat("[", schema.table, "] (", schema.owner, ") accepts: ", list.empty() ? std::string("no keys") : list));
+}
+
+}  // namespace
+
+OptionValue check_value(const TableSchema& schema, const std::string& key, ConfigValue value, const Source& source) {
+  const OptionSpec* spec = schema.find(key);
+  if (spec == nullptr) unknown_key(schema, key, source);
+  return Converter{schema, *spec, source}.convert(value);
+}
+
 ResolvedTable resolve_table(const TableSchema& schema, const ConfigTable& given, const Source& table_source,
                             const std::string& default_place) {
   for (const auto& [key, entry] : given) {
-    if (schema.find(key) == nullptr) {
-      throw Error(concat(entry.source.describe(), ": unknown key '", abbreviate(key), "' in [", schema.table, "]",
-                         did_you_mean(key, schema.keys())),
-                  concat("[", schema.table, "] (", schema.owner, ") accepts: ", [&] {
-                    std::string list;
-                    for (const auto& k : schema.keys()) list += (list.empty() ? "" : ", ") + k;
-                    return list.empty() ? std::string("no keys") : list;
-                  }()));
-    }
+    if (schema.find(key) == nullptr) unknown_key(schema, key, entry.source);
   }
   ResolvedTable out;
   std::map<std::string, OptionValue> values;

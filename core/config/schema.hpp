@@ -45,6 +45,10 @@ struct TableSchema {
 // Throws plait::Error naming `owner` when the schema text itself is malformed.
 TableSchema parse_schema(std::string_view toml_text, const std::string& table, const std::string& owner);
 
+// One value for `key` alone, checked as a config's would be (the key known, its type,
+// bounds and choices) and converted; errors start at `source` (the flag that gave it).
+OptionValue check_value(const TableSchema& schema, const std::string& key, ConfigValue value, const Source& source);
+
 struct ResolvedEntry {
   std::string key;
   ConfigValue value;  // after path resolution and default filling

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/sdk/error.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait {
 
@@ -174,7 +175,8 @@ void BatchSampler::restore(const std::string& state) {
   try {
     j = nlohmann::json::parse(state);
   } catch (const std::exception& e) {
-    throw Error(concat("sampler state is not JSON: ", e.what()), "pass what state() returned");
+    throw Error(concat("the checkpoint's data position is not JSON: ", json_problem(e)),
+                "the checkpoint is damaged; resume from another one");
   }
   const std::string order = synthetic_ ? "synthetic" : spec_.order;
   PLAIT_CHECK(j.value("order", "") == order && j.value("seed", uint64_t{0}) == spec_.seed,

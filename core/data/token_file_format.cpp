@@ -1,6 +1,9 @@
 #include "data/token_file_format.hpp"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "plait/sdk/error.hpp"
 
@@ -18,10 +21,35 @@ T field(const void* bytes, std::size_t offset) {
 
 std::size_t rounded_to_8(std::size_t n) { return (n + 7) / 8 * 8; }
 
+// The magic's place as text, bytes outside printable ASCII as \xNN.
+std::string printable(const void* bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < sizeof(kMagic); ++i) {
+    const auto c = static_cast<unsigned char>(static_cast<const char*>(bytes)[i]);
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+// How many of the first 8 bytes are the magic's.
+std::size_t magic_bytes_matching(const void* bytes, std::size_t size) {
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < std::min(size, sizeof(kMagic)); ++i) same += static_cast<const char*>(bytes)[i] == kMagic[i];
+  return same;
+}
+
 }  // namespace
 
-bool is_plait_token_file(const void* bytes, std::size_t size) {
-  return size >= sizeof(kMagic) && std::memcmp(bytes, kMagic, sizeof(kMagic)) == 0;
+bool is_plait_token_file(const void* bytes, std::size_t size, const std::string& path) {
+  // Six of eight: a byte or two flipped. Raw uint16 tokens start so only by a rare chance
+  // (three of their first four ids would be exactly "PL", "AI", "TT" or "OK").
+  return magic_bytes_matching(bytes, size) >= sizeof(kMagic) - 2 || std::filesystem::path(path).extension() == ".plait";
 }
 
 void place_sections(TokenFileLayout& l) {
@@ -36,6 +64,11 @@ void place_sections(TokenFileLayout& l) {
 
 TokenFileLayout read_token_file_layout(const void* bytes, std::size_t size, const std::string& path) {
   const std::string what = concat("[data] ", path, " (a plait token file)");
+  const std::string damaged = concat("[data] ", path, " is a damaged plait token file: ");
+  const std::string rewrite = "write it again with tools/prepare_data.py (a file of raw uint16 tokens must not be named .plait)";
+  PLAIT_CHECK(size >= sizeof(kMagic), concat(damaged, "it is ", size, " bytes, shorter than its magic number"), rewrite);
+  PLAIT_CHECK(magic_bytes_matching(bytes, size) == sizeof(kMagic),
+              concat(damaged, "its first 8 bytes are \"", printable(bytes), "\", not plait's magic \"PLAITTOK\""), rewrite);
   PLAIT_CHECK(size >= kTokenFileHeaderBytes,
               concat(what, " is ", size, " bytes, shorter than its ", kTokenFileHeaderBytes, "-byte header"),
               "the file is truncated: write it again with tools/prepare_data.py");

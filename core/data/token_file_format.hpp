@@ -40,11 +40,14 @@ struct TokenFileLayout {
   std::size_t tokens_at = kTokenFileHeaderBytes, mask_at = 0, documents_at = 0, end = 0;
 };
 
-// Whether the bytes start with plait's magic.
-bool is_plait_token_file(const void* bytes, std::size_t size);
+// Whether the file is a plait token file or was meant to be one: the bytes start with
+// plait's magic, or nearly (a byte or two off: a damaged header), or `path` ends in
+// .plait. Such a file is read by read_token_file_layout, which refuses a damaged one:
+// read as raw tokens, its header would become tokens and the model's vocab_size be blamed.
+bool is_plait_token_file(const void* bytes, std::size_t size, const std::string& path = "");
 
-// The header's sections, checked against the file's size; refuses a header that is not
-// version 1 or describes more than the file holds, naming `path`.
+// The header's sections, checked against the file's size; refuses a header without the
+// exact magic, that is not version 1 or describes more than the file holds, naming `path`.
 TokenFileLayout read_token_file_layout(const void* bytes, std::size_t size, const std::string& path);
 
 // Where the sections of a file of this shape go (tokens_at, mask_at, documents_at, end).

@@ -72,7 +72,7 @@ std::shared_ptr<TokenFile> TokenFile::open_tokens(const std::string& path) {
   const auto* bytes = static_cast<const char*>(f->mapping_);
   int32_t header[3] = {0, 0, 0};
   if (f->mapping_bytes_ >= kLlmcHeaderBytes) std::memcpy(header, bytes, sizeof(header));
-  if (is_plait_token_file(bytes, f->mapping_bytes_)) {
+  if (is_plait_token_file(bytes, f->mapping_bytes_, path)) {
     f->read_plait_sections();
   } else if (header[0] == kLlmcMagic) {
     PLAIT_CHECK(header[1] == 1 || header[1] == 2,

@@ -15,6 +15,7 @@
 
 #include "plait/sdk/error.hpp"
 #include "util/human_bytes.hpp"
+#include "util/json_problem.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -422,7 +423,7 @@ FlightRecords read_flight_folder(const std::string& flight_folder) {
       RankFlightRecord r = parse_record(nlohmann::json::parse(in));
       records.ranks[r.rank] = std::move(r);
     } catch (const std::exception& e) {
-      records.unreadable.push_back(concat(file, ": not a flight record (", e.what(), ")"));
+      records.unreadable.push_back(concat(file, ": not a flight record (", json_problem(e), ")"));
     }
   }
   return records;

@@ -1,5 +1,7 @@
 #include "distributed/counted_communicator.hpp"
 
+#include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <functional>
 
@@ -60,9 +62,9 @@ struct FlightMark {
 class CountedWork final : public Work {
  public:
   CountedWork(std::shared_ptr<Work> inner, uint64_t id, CommStats& stats, std::string key, std::string description,
-              bool on_cpu, TracedOp traced, FlightMark flight)
+              bool on_cpu, TracedOp traced, FlightMark flight, int rank)
       : inner_(std::move(inner)), id_(id), stats_(stats), key_(std::move(key)), description_(std::move(description)),
-        on_cpu_(on_cpu), traced_(std::move(traced)), flight_(flight) {}
+        on_cpu_(on_cpu), traced_(std::move(traced)), flight_(flight), rank_(rank) {}
   ~CountedWork() override { traced_.done(); }
 
   bool is_completed() override {
@@ -88,8 +90,7 @@ class CountedWork final : public Work {
       stats_.complete(id_);
       traced_.done();
       flight_.recorder->failed(flight_.handle);
-      throw Error(concat(description_, " failed: ", exception_first_line(e)),
-                  "a peer may have died or be stuck elsewhere: see the other ranks' logs");
+      throw failure(exception_first_line(e), std::chrono::steady_clock::now() - started);
     }
     const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     traced_.done();  // what the host saw: on a GPU the kernel may still run
@@ -105,9 +106,27 @@ class CountedWork final : public Work {
                          .device_seconds = [w = inner_] { return w->device_seconds(); }});
   }
   std::exception_ptr exception() override { return inner_->exception(); }
+
   std::optional<double> device_seconds() override { return inner_->device_seconds(); }
 
  private:
+  // gloo says only "Operation timed out!" (or "Timed out waiting 300000ms for recv"): not
+  // which rank waited, in which operation, or which setting bounds the wait.
+  Error failure(const std::string& said, std::chrono::steady_clock::duration waited) const {
+    std::string lower = said;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.find("timed out") == std::string::npos && lower.find("timeout") == std::string::npos) {
+      return Error(concat(description_, " failed: ", said),
+                   "a peer may have died or be stuck elsewhere: see the other ranks' logs");
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.1f", std::chrono::duration<double>(waited).count());
+    return Error(concat(description_, " timed out on rank ", rank_, " after ", seconds,
+                        " s, the limit [distributed] collective_timeout_s sets: a peer of the group never joined it"),
+                 "a peer may have died, hung, or be waiting in another operation (`plait debug RUN` names it from the "
+                 "ranks' flight records); if the step is only slow, raise [distributed] collective_timeout_s");
+  }
+
   std::shared_ptr<Work> inner_;
   uint64_t id_;
   CommStats& stats_;
@@ -116,6 +135,7 @@ class CountedWork final : public Work {
   bool on_cpu_;
   TracedOp traced_;
   FlightMark flight_;
+  int rank_;  // global: the rank whose wait this is
 };
 
 class CountedCommunicator final : public Communicator {
@@ -269,7 +289,8 @@ class CountedCommunicator final : public Communicator {
                                        return !w || w->is_completed();
                                      });
     return std::make_shared<CountedWork>(std::move(work), id, stats_, concat(axis_, ".", op), description, on_cpu_,
-                                         trace(op, payload, tag, p2p), flight);
+                                         trace(op, payload, tag, p2p), flight,
+                                         ranks_.at(static_cast<std::size_t>(inner_->rank())));
   }
 
   std::shared_ptr<Communicator> inner_;

@@ -14,8 +14,10 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "loader/capability_versions.hpp"
+#include "loader/library_file.hpp"
 #include "debug/plugin_hook.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/others_can_write.hpp"
 #include "util/did_you_mean.hpp"
 #include "util/search_path.hpp"
 
@@ -42,28 +44,6 @@ std::vector<std::string> split_words(const char* text) {
 bool is_candidate(const fs::path& p) {
   const std::string name = p.filename().string();
   return name.rfind("libplait_plugin_", 0) == 0 && p.extension() == ".so";
-}
-
-// Loading a library runs its code: whoever can write the file, or the folder it is found
-// in (a new or replaced file), can run code in every job that loads it. Refused, with the
-// reason, as ssh refuses a key file: written by others, or owned by another user (not root).
-std::string writable_by_others(const fs::path& file, const fs::path& folder) {
-  for (const fs::path& path : {file, folder}) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) continue;
-    const std::string what = path == file ? "the file" : concat("its folder ", path.string());
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
-      return concat("is not loaded: ", what, " can be written by others (mode ", mode,
-                    "), so anyone could put code in this job; chmod go-w ", path.string());
-    }
-    if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
-      return concat("is not loaded: ", what, " belongs to another user (uid ", st.st_uid,
-                    "), who could put code in this job; load plugins you or root own");
-    }
-  }
-  return "";
 }
 
 std::string str_or_empty(const char* s) { return s == nullptr ? std::string{} : std::string(s); }
@@ -168,12 +148,17 @@ PluginRegistry PluginRegistry::discover(const std::vector<SearchDir>& dirs, cons
 
 void PluginRegistry::consider(const std::string& file, const SearchDir& dir, const HostAbi& host) {
   auto refuse = [&](const std::string& why) { refusals_.push_back({file, "plugin library " + file + " " + why}); };
-  if (const std::string why = writable_by_others(file, fs::path(file).parent_path()); !why.empty()) return refuse(why);
+  // Loading a library runs its code.
+  if (const std::string why = others_can_write(file, "anyone could put code in this job"); !why.empty()) {
+    return refuse("is not loaded: " + why);
+  }
+  // Read before loading: dlopen's own words for a file that is no library are the loader's, not the user's.
+  if (const std::string why = not_a_library(file); !why.empty()) return refuse(why);
   auto library = std::make_shared<boost::dll::shared_library>();
   try {
     library->load(fs::path(file), boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    refuse(concat("cannot be loaded: ", e.what()));
+    refuse(load_failure(file, e.what()));
     return;
   }
   if (!library->has(PLAIT_PLUGIN_ENTRY_SYMBOL)) {

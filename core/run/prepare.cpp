@@ -1,5 +1,7 @@
 #include "run/prepare.hpp"
 
+#include "memory/state_budget.hpp"
+
 #include "data/data_check.hpp"
 #include "debug/plugin_call.hpp"
 #include "data/make_sampler.hpp"
@@ -87,6 +89,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
   check_init_from(run);
   check_plugins(config, *run.registry, run.model, run.mesh);
   check_tensor_shapes(config, *run.registry, run.model, run.mesh);
+  check_state_fits_memory_limit(run);  // a budget the state alone exceeds fails at step 1: refused now
   check_data(config.table("data"), run.model, config.table("model"), run.mesh.dp, scan_data);
   const DistributedSettings& dist = config.distributed();
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0)); };

@@ -8,9 +8,11 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 #include "util/did_you_mean.hpp"
 #include "util/read_text.hpp"
 #include "util/search_path.hpp"
+#include "util/writable_folder.hpp"
 
 namespace plait::scaffold {
 namespace fs = std::filesystem;
@@ -55,6 +57,37 @@ const TemplateInfo& template_for(const NewPlugin& r) {
               r.from == "sharding" ? "use --kind data --from sharding" : "--from takes sharding");
   throw Error(concat("plait new plugin: --kind ", r.kind, " has no template"),
               "--kind takes data, pipeline, tensor, offload, comm or adapter (and data --from sharding)");
+}
+
+// A name becomes a file (libplait_plugin_NAME.so), a CMake target and a C++ class: past 64
+// characters it is unreadable, and past 236 no file system can hold the library's name.
+constexpr std::size_t kMaxNameLength = 64;
+
+void check_name(const std::string& name) {
+  PLAIT_CHECK(name.size() <= kMaxNameLength,
+              concat("plait new plugin: the name '", abbreviate(name, 24), "' is ", name.size(),
+                     " characters long, past the limit of ", kMaxNameLength),
+              concat("choose a name of at most ", kMaxNameLength, " characters (it becomes libplait_plugin_NAME.so)"));
+  PLAIT_CHECK(std::regex_match(name, std::regex("[a-z][a-z0-9-]*")) && name != "none",
+              concat("plait new plugin: '", name, "' is not a plugin name"),
+              "a name is lower-case letters, digits and '-', starting with a letter (and not 'none')");
+}
+
+// The project's folder, or the nearest one above it that exists, must take new files:
+// found before anything is written, with the system's reason (a read-only mount, say).
+void check_folder(const fs::path& dir) {
+  std::error_code ec;
+  PLAIT_CHECK(!fs::exists(dir, ec) || (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)),
+              concat("plait new plugin: ", dir.string(), " exists and is not an empty folder"),
+              "give --dir a new folder, or remove that one");
+  const fs::path parent = nearest_existing(dir.parent_path());
+  PLAIT_CHECK(fs::is_directory(parent, ec), concat("plait new plugin: cannot make ", dir.string(), ": ", parent.string(), " is a file"),
+              "give --dir a folder under a folder");
+  const std::string problem = folder_write_problem(parent);
+  PLAIT_CHECK(problem.empty(),
+              concat("plait new plugin: cannot write the project into ", parent.string(), ": the folder is not writable (",
+                     problem, ")"),
+              "give --dir a folder you can write, or run it in one (the default is ./NAME)");
 }
 
 // The folder of this plait's CMake package: the install's, or the build tree's.
@@ -111,17 +144,13 @@ std::string class_name(const std::string& plugin_name) {
 }
 
 std::string write_plugin_project(const NewPlugin& r) {
-  PLAIT_CHECK(std::regex_match(r.name, std::regex("[a-z][a-z0-9-]*")) && r.name != "none",
-              concat("plait new plugin: '", r.name, "' is not a plugin name"),
-              "a name is lower-case letters, digits and '-', starting with a letter (and not 'none')");
+  check_name(r.name);
   const TemplateInfo& info = template_for(r);
   const fs::path root = install_prefix() / "share" / "plait" / "templates";
   PLAIT_CHECK(fs::is_directory(root / info.folder) && fs::is_directory(root / "common"),
               concat("plait new plugin: no templates in ", root.string()), "this plait's install is incomplete: install it again");
-  const fs::path dir = fs::absolute(r.dir.empty() ? fs::path(r.name) : fs::path(r.dir));
-  PLAIT_CHECK(!fs::exists(dir) || (fs::is_directory(dir) && fs::is_empty(dir)),
-              concat("plait new plugin: ", dir.string(), " exists and is not an empty folder"),
-              "give --dir a new folder, or remove that one");
+  const fs::path dir = fs::absolute(r.dir.empty() ? fs::path(r.name) : fs::path(r.dir)).lexically_normal();
+  check_folder(dir);
   const std::map<std::string, std::string> values = {
       {"@ROLE_CONFIG@", substitute(info.role, {{"@NAME@", r.name}})},
       {"@COMPONENTS@", info.components},
@@ -134,18 +163,23 @@ std::string write_plugin_project(const NewPlugin& r) {
   };
   // Written beside the target and renamed into place: the project appears whole or not at all.
   const fs::path staging = dir.parent_path() / concat(".", dir.filename().string(), ".partial");
-  fs::remove_all(staging);
-  fs::create_directories(staging);
+  std::error_code ec;
+  fs::remove_all(staging, ec);
   try {
+    fs::create_directories(staging);
     copy_substituted(root / "common", staging, values);
     copy_substituted(root / info.folder, staging, values);
     fs::permissions(staging / "test.sh", fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec,
                     fs::perm_options::add);
     if (fs::exists(dir)) fs::remove(dir);  // empty, checked above
     fs::rename(staging, dir);
-  } catch (...) {
-    fs::remove_all(staging);
-    throw;
+  } catch (const std::exception& e) {
+    fs::remove_all(staging, ec);
+    if (dynamic_cast<const Error*>(&e) != nullptr) throw;
+    const auto* fe = dynamic_cast<const fs::filesystem_error*>(&e);
+    throw Error(concat("plait new plugin: writing ", dir.string(), " failed, and nothing was left there: ",
+                       fe ? fe->code().message() : std::string(e.what())),
+                "check the free space and permissions of its folder");
   }
   return dir.string();
 }

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "config/config_loader.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::sweep {
@@ -57,6 +58,25 @@ Variation parse_vary(const std::string& flag) {
     v.values.push_back(value);
   }
   return v;
+}
+
+void check_variation(const Variation& v, const SchemaOf& schema_of) {
+  const std::string table = v.key.substr(0, v.key.find('.')), key = v.key.substr(v.key.find('.') + 1);
+  const TableSchema* schema = schema_of(table);
+  PLAIT_CHECK(schema != nullptr, concat("--vary ", v.key, ": no table [", table, "]: it is neither the core's nor a plugin's found here"),
+              "`plait config show CONFIG --resolved` lists the tables; a plugin's table is named after the plugin");
+  std::vector<std::pair<std::string, OptionValue>> seen;
+  for (const auto& text : v.values) {
+    const std::string flag = concat("--vary ", v.key, "=", text);
+    const OptionValue value = check_value(*schema, key, override_value(text, flag), Source::from_flag(flag));
+    for (const auto& [earlier, same] : seen) {
+      PLAIT_CHECK(!(same == value),
+                  concat("--vary ", v.key, ": ", earlier == text ? concat(text, " is given twice")
+                                                                 : concat(earlier, " and ", text, " are the same value")),
+                  "give each value once: two runs of one setting differ only by noise (--repeats N runs each of them N times)");
+    }
+    seen.emplace_back(text, value);
+  }
 }
 
 std::vector<Combination> combinations(const std::vector<Variation>& variations) {

@@ -52,6 +52,40 @@ TEST_CASE("extends names a built-in bundle, and a team's folder can shadow it", 
   }
 }
 
+TEST_CASE("a bundle others could change is refused as a plugin is, and a file extends reaches that is not TOML is "
+          "not echoed",
+          "[config][bundles]") {
+  TempDir dir;
+  const auto refusal = [](const fs::path& config) {
+    try {
+      load_config(config.string(), {});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A world-writable bundle file, then one in a world-writable folder, by path and by name.
+  const auto bundle = write_file(dir / "mine/lr.toml", "[train]\nlr = 0.25\n");
+  const auto by_path = write_file(dir / "by-path.toml", "extends = [\"mine/lr.toml\"]\n");
+  CHECK(refusal(by_path).empty());
+  fs::permissions(bundle, fs::perms::others_write, fs::perm_options::add);
+  CHECK_THAT(refusal(by_path), Contains("by-path.toml:1:") && Contains("extends names ") &&
+                                   Contains("lr.toml, which is not read: the file can be written by others (mode 646), so "
+                                            "anyone could change this job's settings; chmod go-w "));
+  fs::permissions(bundle, fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(dir / "mine", fs::perms::group_write, fs::perm_options::add);
+  const auto by_name = write_file(dir / "by-name.toml", "extends = \"lr\"\n[bundles]\npaths = [\"mine\"]\n");
+  CHECK_THAT(refusal(by_name), Contains("which is not read: its folder ") && Contains("can be written by others (mode 775)"));
+  fs::permissions(dir / "mine", fs::perms::group_write, fs::perm_options::remove);
+  CHECK(refusal(by_name).empty());
+  // Any path is followed, but a file that is not TOML is not quoted back.
+  write_file(dir / "secret.txt", "token-XYZ987 stays private\n");
+  const auto reaching = write_file(dir / "reaching.toml", "extends = [\"secret.txt\"]\n");
+  const std::string said = refusal(reaching);
+  CHECK_THAT(said, Contains("secret.txt:1:") && Contains("not a valid TOML file") && !Contains("'s'") &&
+                       !Contains("token") && !Contains("XYZ"));
+}
+
 TEST_CASE("a bundle name on no folder of the path is refused, naming where it looked", "[config][bundles]") {
   TempDir dir;
   const auto top = write_file(dir / "run.toml", "[model]\nsize = \"tiny\"\n");
@@ -84,6 +118,29 @@ TEST_CASE("[bundles] paths only where it takes effect: not in a bundle, not thro
   const auto plain = write_file(dir / "plain.toml", "[train]\nlr = 0.5\n");
   CHECK_THROWS_WITH(load_config(plain.string(), {"bundles.paths=[\"team\"]"}),
                     StartsWith("--set bundles.paths=[\"team\"]: [bundles] paths cannot be set with --set"));
+}
+
+TEST_CASE("a plugin table no role uses: a bundle's is noted, the config's adapter table refused, others noted",
+          "[config][bundles]") {
+  TempDir dir;
+  write_file(dir / "tune.toml", "[lora]\nrank = 4\n");
+  const auto extends = write_file(dir / "run.toml", "extends = [\"tune.toml\"]\n[train]\nsteps = 1\n");
+  const ProcessResult bundle = run_plait({"config", "validate", extends.string()});
+  INFO(bundle.output);
+  CHECK(bundle.exit_code == 0);
+  CHECK_THAT(bundle.output, Contains((dir / "tune.toml").string() + ":2:1: [lora] rank is set, but adapter plugin 'lora' "
+                                     "plays no role in [parallel]: its options do nothing in this run"));
+  const auto own = write_file(dir / "own.toml", "extends = [\"tune.toml\"]\n[lora]\nalpha = 8.0\n");
+  const ProcessResult refused = run_plait({"config", "validate", own.string()});
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, StartsWith("error: " + own.string() + ":3:1: [lora] alpha is set, but the run trains no adapter"));
+  const auto zero = write_file(dir / "zero.toml", "[parallel]\ndata = \"ddp\"\n[zero]\nstage = 3\n");
+  const ProcessResult noted = run_plait({"config", "validate", zero.string()});
+  INFO(noted.output);
+  CHECK(noted.exit_code == 0);
+  CHECK_THAT(noted.output, Contains(zero.string() + ":4:1: [zero] stage is set, but data plugin 'zero' plays no role in "
+                                    "[parallel]: its options do nothing in this run"));
 }
 
 TEST_CASE("plait bundles lists every bundle with its description and keys", "[cli][bundles]") {

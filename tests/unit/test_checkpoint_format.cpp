@@ -203,7 +203,31 @@ TEST_CASE("refused: an index whose state resume cannot read, a folder named for 
     std::ofstream(s.folder / "index.json") << j.dump();
   };
   with([](nlohmann::json& j) { j["state"].erase("global_batch"); });
-  CHECK_THROWS_WITH(read_index(s.folder), Contains("the checkpoint index is malformed") && Contains("global_batch"));
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("index.json: the checkpoint index is damaged: its \"state\": it lacks "
+                                                    "the key 'global_batch'"));
+  // A value of the wrong type, a key missing, an index that is no JSON: plait's sentence, the
+  // file and the key named, never the JSON library's.
+  const auto damaged = [&](const std::string& says) {
+    CHECK_THROWS_WITH(read_index(s.folder), Contains((s.folder / "index.json").string()) && Contains(says) &&
+                                                !Contains("json.exception") && !Contains("type must be") &&
+                                                !Contains("syntax error"));
+  };
+  with([](nlohmann::json& j) { j["step"] = "four"; });
+  damaged("the checkpoint index is damaged: its \"step\": a string stands where a number belongs");
+  with([](nlohmann::json& j) { j["mesh"] = nlohmann::json::array({1, 2}); });
+  damaged("the checkpoint index is damaged: its \"mesh\": an array stands where an object belongs");
+  with([](nlohmann::json& j) { j.erase("plugins"); });
+  damaged("the checkpoint index is damaged: it lacks the key \"plugins\"");
+  with([](nlohmann::json& j) { j["files"]["rank-0.safetensors"]["bytes"] = nullptr; });
+  damaged("the checkpoint index is damaged: its \"files\": a null stands where a number belongs");
+  with([](nlohmann::json& j) { j["format_version"] = 1.5; });
+  damaged("the checkpoint index is damaged: its \"format_version\" is not a whole number");
+  std::ofstream(s.folder / "index.json") << good.dump().substr(0, 40);
+  damaged("index.json is not valid JSON: it is damaged at line 1, column 41: ");
+  std::ofstream(s.folder / "index.json") << "{\"format\": plait}";
+  damaged("index.json is not valid JSON: it is damaged at line 1, column 12: 'p' is not JSON there");
+  std::ofstream(s.folder / "index.json") << "{\"format\": \"plait-checkpoint\", \"step\":";
+  damaged("index.json is not valid JSON: it is damaged at line 1, column 39: it ends early (cut short)");
   with([](nlohmann::json& j) { j["state"]["trainer"]["step"] = 9; });
   CHECK_THROWS_WITH(read_index(s.folder), Contains("its step is 4 but its trainer state's is 9"));
   with([](nlohmann::json& j) { j["tensors"]["zero.w"]["dtype"] = "F99"; });

@@ -3,6 +3,8 @@
 // writing anything.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "scaffold/plugin_template.hpp"
 #include "support/test_support.hpp"
 
@@ -80,4 +82,31 @@ TEST_CASE("a plugin's name becomes a C++ class name", "[new]") {
   CHECK(plait::scaffold::class_name("my-ddp") == "MyDdp");
   CHECK(plait::scaffold::class_name("zero-lite-2") == "ZeroLite2");
   CHECK(plait::scaffold::class_name("a") == "A");
+}
+
+TEST_CASE("plait new plugin refuses a folder it cannot write, with the system's reason, before writing anything",
+          "[new]") {
+  // Root writes through permission bits: a read-only bind mount in a mount namespace of its
+  // own is a folder nobody can write, and it is gone when the command ends.
+  if (std::system("unshare -m true 2>/dev/null") != 0) {
+    WARN("unshare -m is not allowed here: only /sys stands for an unwritable folder (test_command_refusals.cpp)");
+    return;
+  }
+  TempDir dir;
+  fs::create_directories(dir / "ro");
+  const std::string ro = (dir / "ro").string(), log = (dir / "out.txt").string();
+  const std::string script = "mount --bind '" + ro + "' '" + ro + "' && mount -o remount,bind,ro '" + ro + "' '" + ro +
+                             "' && '" + PLAIT_BIN + "' new plugin my-x --kind data --dir '" + ro + "/my-x'; echo exit=\\$?";
+  const int status = std::system(("unshare -m sh -c \"" + script + "\" > '" + log + "' 2>&1").c_str());
+  const std::string out = read_file(log);
+  INFO(out);
+  REQUIRE(status == 0);
+  if (out.find("mount:") != std::string::npos) {
+    WARN("a read-only bind mount is not allowed here");
+    return;
+  }
+  CHECK_THAT(out, Contains("error: plait new plugin: cannot write the project into " + ro +
+                           ": the folder is not writable (Read-only file system)") &&
+                      Contains("hint: give --dir a folder you can write") && Contains("exit=1") && !Contains("plait bug"));
+  CHECK(fs::is_empty(dir / "ro"));
 }

@@ -12,6 +12,8 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "distributed/core_binding.hpp"
+#include "memory/state_budget.hpp"
+#include "run/prepare.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 
@@ -61,6 +63,19 @@ std::string llmc(int version, int count, const std::string& body) {
   const int words[3] = {20240520, version, count};
   std::memcpy(header.data(), words, sizeof(words));
   return header + body;
+}
+
+// A plait token file's 1024-byte header under `magic` (plait's is "PLAITTOK"): version 1,
+// 2-byte tokens, 2000 of them, no mask or documents.
+std::string plait_header(const std::string& magic) {
+  std::string header(1024, '\0');
+  std::memcpy(header.data(), magic.data(), 8);
+  const uint32_t version = 1, width = 2;
+  const int64_t count = 2000;
+  std::memcpy(header.data() + 8, &version, 4);
+  std::memcpy(header.data() + 12, &width, 4);
+  std::memcpy(header.data() + 16, &count, 8);
+  return header;
 }
 
 std::string data_config(const std::string& file, const std::string& extra = "") {
@@ -214,6 +229,27 @@ TEST_CASE("refused before anything starts: numbers that make no sense or cannot 
        .place = "--steps 1e400: expected a whole number", .says = "takes an integer"},
       {.name = "--master-port out of range", .args = {"--master-port", "70000", "--nnodes", "1"},
        .place = "--master-port 70000 is out of range", .says = "1 to 65535"},
+      // max_restarts has one range however it is given: the --max-restarts flag's.
+      {.name = "max_restarts past the flag's cap, by --set", .args = {"--set", "distributed.max_restarts=1001"},
+       .place = "--set distributed.max_restarts=1001: [distributed].max_restarts: 1001 is above the maximum 1000"},
+      {.name = "max_restarts past the flag's cap, in the config", .config = "[distributed]\nmax_restarts = 1000000\n",
+       .place = kRun + ":2:1: [distributed].max_restarts: 1000000 is above the maximum 1000"},
+      {.name = "--max-restarts past its cap", .args = {"--max-restarts", "1001"},
+       .place = "--max-restarts 1001 is out of range: it takes 0 to 1000"},
+  });
+}
+
+TEST_CASE("refused before anything starts: an adapter's options with no adapter chosen", "[refusals]") {
+  expect_all_refused({
+      {.name = "[lora] in the config, no adapter", .config = "[train]\nsteps = 1\n[lora]\nrank = 4\n",
+       .place = kRun + ":4:1: [lora] rank is set, but the run trains no adapter ([parallel] adapter = \"none\"): every "
+                       "option of [lora] would be ignored and every weight of the model trained",
+       .says = "choose it with [parallel] adapter = \"lora\", or remove [lora]"},
+      {.name = "[lora] by --set, no adapter", .args = {"--set", "lora.targets=[\"c_attn\"]"},
+       .place = "--set lora.targets=[\"c_attn\"]: [lora] targets is set, but the run trains no adapter"},
+      {.name = "[lora] with adapter = \"none\" said outright",
+       .config = "[parallel]\nadapter = \"none\"\n[lora]\nalpha = 32.0\n",
+       .place = kRun + ":4:1: [lora] alpha is set, but the run trains no adapter"},
   });
 }
 
@@ -339,6 +375,23 @@ TEST_CASE("refused before anything starts: every problem of a data file, tokens 
        .place = kRun + ":2:1: [data] order applies to file data", .says = "remove order"},
       {.name = "tokens without a path", .config = "[data]\nsource = \"tokens\"\n",
        .place = kRun + ":2:1: [data] source = \"tokens\" needs data.path", .says = "relative to the config file"},
+      // A plait token file whose header is damaged is said to be one, not read as raw tokens
+      // (whose header bytes would then be tokens, and the model's vocab_size blamed).
+      {.name = "a .plait file whose magic is one byte off", .config = data_config("t.plait"),
+       .place = at + "{dir}/t.plait is a damaged plait token file: its first 8 bytes are \"PLAITTOJ\", not plait's magic",
+       .says = "tools/prepare_data.py", .files = {{"t.plait", plait_header("PLAITTOJ") + tokens(ramp(2000))}}},
+      {.name = "a .bin file whose magic is one byte off", .config = data_config("t.bin"),
+       .place = at + "{dir}/t.bin is a damaged plait token file: its first 8 bytes are \"PLAI\\x00TOK\"",
+       .files = {{"t.bin", plait_header(std::string("PLAI\0TOK", 8)) + tokens(ramp(2000))}}},
+      {.name = "a file whose magic is two bytes off", .config = data_config("t.bin"),
+       .place = at + "{dir}/t.bin is a damaged plait token file: its first 8 bytes are \"pLAITTOk\"",
+       .files = {{"t.bin", plait_header("pLAITTOk") + tokens(ramp(2000))}}},
+      {.name = "a .plait file of raw tokens", .config = data_config("raw.plait"),
+       .place = at + "{dir}/raw.plait is a damaged plait token file: its first 8 bytes are \"\\x00\\x00\\x01\\x00",
+       .says = "must not be named .plait", .files = {{"raw.plait", tokens(ramp(2000))}}},
+      {.name = "a .plait file shorter than the magic", .config = data_config("short.plait"),
+       .place = at + "{dir}/short.plait is a damaged plait token file: it is 3 bytes, shorter than its magic number",
+       .files = {{"short.plait", "abc"}}},
   });
 }
 
@@ -365,8 +418,12 @@ TEST_CASE("refused before anything starts: plugin folders, libraries and the run
        .place = "plugin 'fixture-create-null' (" + std::string(PLAIT_FIXTURE_DIR) + "/create_null/",
        .says = "created no object", .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/create_null"}}},
       {.name = "a library that is not a plugin", .place = "plugin library {dir}/libs/libplait_plugin_text.so",
+       .says = "is not a shared library: it does not start with an ELF header",
        .files = {{"libs/libplait_plugin_text.so", "this is text, not a shared library"}},
        .env = {{"PLAIT_PLUGIN_PATH", "{dir}/libs"}}},
+      {.name = "an empty library", .place = "plugin library {dir}/libs/libplait_plugin_empty.so",
+       .says = "does not start with an ELF header (it is empty)",
+       .files = {{"libs/libplait_plugin_empty.so", ""}}, .env = {{"PLAIT_PLUGIN_PATH", "{dir}/libs"}}},
       {.name = "--out empty", .args = {"--out", ""}, .place = "--out \"\": the run folder's path is empty",
        .says = "name a folder", .own_out = true},
       {.name = "--out a folder that holds files", .args = {"--out", "{dir}/out"},
@@ -449,8 +506,15 @@ TEST_CASE("refused before anything starts: a Hugging Face folder whose config.js
        .says = "set [model] norm_eps = 1e-06",
        .files = {{"hf/config.json", "{" + dims + R"(, "activation_function": "gelu", "layer_norm_epsilon": 1e-6})"}}},
       {.name = "init_from a folder whose config.json is torn", .args = args,
-       .place = from + ": {dir}/hf/config.json is not valid JSON", .says = "take it again from its source",
-       .files = {{"hf/config.json", R"({"model_type": "gp)"}}},
+       .place = from + ": {dir}/hf/config.json is not valid JSON: it is damaged at line 1, column 19: a string has no "
+                       "closing quote",
+       .says = "take it again from its source", .files = {{"hf/config.json", R"({"model_type": "gp)"}}},
+      {.name = "init_from a folder whose config.json is not JSON at all", .args = args,
+       .place = from + ": {dir}/hf/config.json is not valid JSON: it is damaged at line 2, column 4: 'no' is not JSON there",
+       .files = {{"hf/config.json", "{\n  no json here\n}"}}},
+      {.name = "init_from a folder whose config.json is cut after a key", .args = args,
+       .place = from + ": {dir}/hf/config.json is not valid JSON: it is damaged at line 1, column 15: it ends early",
+       .files = {{"hf/config.json", R"({"model_type":)"}}},
       {.name = "--resume of a path that does not exist", .args = {"--resume", "{dir}/nowhere"},
        .place = "--resume {dir}/nowhere: checkpoint {dir}/nowhere does not exist", .says = "name a checkpoint"},
   });
@@ -502,4 +566,37 @@ TEST_CASE("refused before anything starts: plait check's own flags", "[refusals]
   CHECK(error_line(check.output) == error_line(run.output));
   CHECK_THAT(check.output, StartsWith("error: " + bad.string() + ":2:1: [train].lr: nan is not a finite number"));
   CHECK_FALSE(fs::exists(dir / "check"));
+}
+
+// The check prepare_run makes of [train] memory_limit_mb (memory/state_budget.hpp), on the
+// quickstart widened to about 3.2M parameters: their state alone (16 bytes each under
+// AdamW) is about 49 MiB on each ddp rank.
+TEST_CASE("a memory budget below what the model's state alone needs is refused before launch, naming the key",
+          "[refusals]") {
+  const std::string config = source_path("configs/quickstart.toml");
+  const std::vector<std::string> wide = {"model.n_layer=4", "model.n_embd=256", "data.micro_batch_size=2", "data.seq_len=32"};
+  auto check = [&](std::vector<std::string> sets) {
+    sets.insert(sets.begin(), wide.begin(), wide.end());
+    const PreparedRun run = prepare_run(config, sets);
+    check_state_fits_memory_limit(run);
+  };
+  CHECK_THROWS_WITH(check({"train.memory_limit_mb=40"}),
+                    StartsWith("--set train.memory_limit_mb=40: [train] memory_limit_mb = 40 is below what each rank "
+                               "holds before its first step: ") &&
+                        Contains(" of model state under data plugin 'ddp' (offload 'none'): parameters "));
+  try {
+    check({"train.memory_limit_mb=40"});
+    FAIL("a 40 MiB budget for 49 MiB of state was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.hint(), Contains("raise train.memory_limit_mb above 49.") && Contains("zero.stage = 3"));
+  }
+  CHECK_THROWS_WITH(check({"train.memory_limit_mb=1", "parallel.data=zero", "zero.stage=3"}),
+                    Contains("memory_limit_mb = 1 is below") && Contains("data plugin 'zero'"));
+  CHECK_THROWS_WITH(check({"train.memory_limit_mb=5", "parallel.pipeline=1f1b", "parallel.pp=2", "parallel.dp=1",
+                           "train.grad_accum=2"}),
+                    Contains("memory_limit_mb = 5 is below what pipeline rank 0's ranks hold"));
+  // What fits is not refused: the same model sharded and offloaded, a larger budget, none.
+  CHECK_NOTHROW(check({"train.memory_limit_mb=40", "parallel.data=zero", "zero.stage=3", "parallel.offload=cpu"}));
+  CHECK_NOTHROW(check({"train.memory_limit_mb=1000"}));
+  CHECK_NOTHROW(check({}));
 }

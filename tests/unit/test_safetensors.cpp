@@ -65,7 +65,8 @@ TEST_CASE("a header whose entries cannot be true is refused, naming the tensor",
   CHECK_THAT(says(R"({"x":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,12]}})", 12),
              Contains("has a shape no tensor can have"));
   CHECK_THAT(says(R"({"x":{"dtype":"F32","shape":"3","data_offsets":[0,12]}})", 12),
-             Contains("tensor x in the safetensors header is malformed: type must be array") && !Contains("json.exception"));
+             Contains("tensor x in the safetensors header is malformed: it is damaged: a string stands where an array belongs") &&
+                 !Contains("json.exception") && !Contains("type must be"));
   CHECK_THAT(says(R"([1,2])", 0), Contains("safetensors header is not a JSON object"));
   CHECK_THAT(says(R"({"x":{"dtype":"Q4","shape":[3],"data_offsets":[0,12]}})", 12), Contains("unsupported safetensors dtype Q4"));
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/resolve.hpp"
 #include "plait/sdk/error.hpp"
 #include "support/test_support.hpp"
 #include "sweep/sweep_plan.hpp"
@@ -16,6 +17,7 @@
 using namespace plait;
 using namespace plait::test;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 TEST_CASE("the --vary flag splits on top-level commas and refuses what is not KEY=V1,V2", "[sweep]") {
   const sweep::Variation v = sweep::parse_vary("parallel.stage_blocks=[1,3],[2,2]");
@@ -25,6 +27,30 @@ TEST_CASE("the --vary flag splits on top-level commas and refuses what is not KE
   CHECK_THROWS_WITH(sweep::parse_vary("parallel.data"), "--vary parallel.data: expected KEY=V1,V2,...");
   CHECK_THROWS_WITH(sweep::parse_vary("stage=1,2"), "--vary stage=1,2: 'stage' is not a table.key");
   CHECK_THROWS_WITH(sweep::parse_vary("zero.stage=1,,3"), "--vary zero.stage=1,,3: an empty value");
+}
+
+TEST_CASE("each --vary value is checked against its key's schema, and none may be given twice", "[sweep]") {
+  const sweep::SchemaOf core = [](const std::string& table) -> const TableSchema* {
+    for (const auto& schema : core_schemas()) {
+      if (schema.table == table) return &schema;
+    }
+    return nullptr;
+  };
+  auto check = [&](const std::string& flag) { sweep::check_variation(sweep::parse_vary(flag), core); };
+  CHECK_NOTHROW(check("train.lr=1e-3,3e-3,0.01"));
+  CHECK_NOTHROW(check("model.family=gpt2,llama"));
+  CHECK_NOTHROW(check("train.lr=1,2.5"));  // an integer is a number too
+  CHECK_THROWS_WITH(check("train.lr=0.1,0.1"), StartsWith("--vary train.lr: 0.1 is given twice"));
+  CHECK_THROWS_WITH(check("train.lr=1e-3,0.001"), StartsWith("--vary train.lr: 1e-3 and 0.001 are the same value"));
+  CHECK_THROWS_WITH(check("train.lr=2,2.0"), StartsWith("--vary train.lr: 2 and 2.0 are the same value"));
+  CHECK_THROWS_WITH(check("model.size=tiny,\"tiny\""), StartsWith("--vary model.size: tiny and \"tiny\" are the same value"));
+  CHECK_THROWS_WITH(check("train.steps=10,ten"),
+                    StartsWith("--vary train.steps=ten: [train].steps: expected an integer, got string \"ten\""));
+  CHECK_THROWS_WITH(check("train.dtype=float32,float16"), StartsWith("--vary train.dtype=float16: [train].dtype: "));
+  CHECK_THROWS_WITH(check("train.steps=10,0"), StartsWith("--vary train.steps=0: [train].steps: 0 is below the minimum 1"));
+  CHECK_THROWS_WITH(check("train.freeze=[\"a\"],\"a\""), StartsWith("--vary train.freeze=\"a\": [train].freeze: expected an array"));
+  CHECK_THROWS_WITH(check("train.stesp=1,2"), StartsWith("--vary train.stesp=1: unknown key 'stesp' in [train] (did you mean 'steps'?)"));
+  CHECK_THROWS_WITH(check("trian.steps=1,2"), StartsWith("--vary trian.steps: no table [trian]"));
 }
 
 TEST_CASE("a sweep is the product of its variations, repeats interleaved", "[sweep]") {

@@ -3,6 +3,9 @@
 // command that reproduces it; the report says the same as the table.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "support/test_support.hpp"
 
 using namespace plait::test;
@@ -192,4 +195,75 @@ TEST_CASE("plait verify of a name it does not know suggests one, and leaves no f
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Contains("error: plait verify: no plugin named 'dpp' (did you mean 'ddp'?)"));
   CHECK_FALSE(fs::exists(dir / "verify"));
+}
+
+namespace {
+
+// `bytes` of `file` from `at` replaced (an ELF header's class or machine).
+void patch(const fs::path& file, std::size_t at, const std::string& bytes) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A shared library built from C `source` here, or false when no C compiler is at hand.
+bool compile_library(const fs::path& out, const std::string& source, const std::string& flags = "") {
+  const fs::path c = out.string() + ".c";
+  write_file(c, source);
+  return std::system(("cc -shared -fPIC -o '" + out.string() + "' '" + c.string() + "' " + flags + " 2>/dev/null").c_str()) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("a file that is not a plugin library is said to be what it is, in plait's words, naming the file",
+          "[verify]") {
+  TempDir dir;
+  const fs::path libs = dir / "libs";
+  auto lib = [&](const std::string& name) { return libs / ("libplait_plugin_" + name + ".so"); };
+  write_file(lib("text"), "this is text, not a shared library");
+  fs::copy_file(PLAIT_BIN, lib("program"));
+  fs::copy_file(fixture("good", "good"), lib("arm"));
+#if defined(__x86_64__)
+  patch(lib("arm"), 18, std::string("\xb7\x00", 2));  // e_machine 183: AArch64
+  const std::string other = "AArch64, 64-bit", here = "x86-64";
+#else
+  patch(lib("arm"), 18, std::string("\x3e\x00", 2));  // e_machine 62: x86-64
+  const std::string other = "x86-64, 64-bit", here = "AArch64";
+#endif
+  fs::copy_file(fixture("good", "good"), lib("thirty-two"));
+  patch(lib("thirty-two"), 4, std::string("\x01", 1));  // ELFCLASS32
+  std::vector<std::pair<std::string, std::string>> says = {
+      {"text", "is not a shared library: it does not start with an ELF header; a plugin is a shared library built with "
+               "plait_add_plugin()"},
+      {"program", "is an executable, not a shared library"},
+      {"arm", "was built for another machine (" + other + "), and this plait runs on " + here},
+      {"thirty-two", "-bit), and this plait runs on " + here},
+  };
+  // What the dynamic loader itself refuses: a symbol no library here defines, a library that is gone.
+  if (compile_library(lib("undefined"), "void plait_nowhere_to_be_found(void);\nvoid f(void) { plait_nowhere_to_be_found(); }\n") &&
+      compile_library(dir / "libplait_gone.so", "int g(void) { return 1; }\n") &&
+      compile_library(lib("orphan"), "int g(void);\nint h(void) { return g(); }\n",
+                      "-L'" + dir.path().string() + "' -lplait_gone -Wl,--no-as-needed")) {
+    fs::remove(dir / "libplait_gone.so");
+    says.push_back({"undefined", "uses the symbol plait_nowhere_to_be_found, which neither this plait nor its libraries "
+                                 "define: it was built against another plait or LibTorch"});
+    says.push_back({"orphan", "needs the library libplait_gone.so, which the dynamic loader cannot find"});
+  } else {
+    WARN("no C compiler here: the loader's own refusals are not exercised");
+  }
+  const ProcessResult listed = run_plait({"plugins"}, {{"PLAIT_PLUGIN_PATH", libs.string()}});
+  INFO(listed.output);
+  CHECK(listed.exit_code == 1);
+  for (const auto& [name, sentence] : says) {
+    CHECK_THAT(listed.output, Contains("refused: plugin library " + lib(name).string() + " ") && Contains(sentence));
+  }
+  CHECK_THAT(listed.output, !Contains("dlerror") && !Contains("boost") && !Contains("shared_library::load") &&
+                                !Contains("invalid ELF header") && !Contains("Bad file descriptor"));
+  // plait verify of such a file: the library row fails with the same sentence.
+  const ProcessResult r = run_plait({"verify", lib("text").string(), "--quick", "--out", (dir / "verify").string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("FAIL  library      loads: entry point, API version, LibTorch, C++ ABI") &&
+                           Contains("plugin library " + lib("text").string() + " is not a shared library") &&
+                           !Contains("dlerror") && !Contains("boost"));
 }

@@ -230,6 +230,13 @@ TEST_CASE("lora is refused before launch: targets that match no linear, a target
   REQUIRE(run_quickstart(dir / "base", 1, {"parallel.data=single", "parallel.dp=1"}).exit_code == 0);
   CHECK_THAT(refused({"export", (dir / "base").string(), "--peft", (dir / "peft").string()}),
              Contains("--peft: checkpoint") && Contains("trained no adapter"));
-  CHECK_THAT(refused({"export", (dir / "base").string()}), Contains("Exactly 1 option from [--hf,--peft] is required"));
+  CHECK_THAT(refused({"export", (dir / "base").string()}), Contains("plait export needs --hf or --peft"));
+  // The adapters go to PEFT unmerged: --merge is said to belong to --hf before anything is read.
+  CHECK_THAT(refused({"export", (dir / "base").string(), "--peft", (dir / "peft").string(), "--merge"}),
+             Contains("plait export: --merge is taken only with --hf"));
+  // [lora]'s options with no adapter chosen would train every weight: refused before the run.
+  CHECK_THAT(refused(run_args({"lora.rank=4"})),
+             Contains("--set lora.rank=4: [lora] rank is set, but the run trains no adapter ([parallel] adapter = \"none\")"));
   CHECK(!std::filesystem::exists(dir / "peft"));
+  CHECK(!std::filesystem::exists(dir / "run"));
 }
