@@ -8,6 +8,7 @@
 
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/writable_folder.hpp"
 
 namespace plait::checkpoint {
 namespace fs = std::filesystem;
@@ -56,8 +57,9 @@ void check_checkpoint_dir(const Options& checkpoint, const std::string& run_fold
                 concat(where, ": [checkpoint] dir ", *dir,
                        itself ? " is a file, not a folder" : concat(" cannot be made: ", nearest.string(), " is a file")),
                 "name a folder for the checkpoints");
-    PLAIT_CHECK(::access(nearest.c_str(), W_OK | X_OK) == 0,
-                concat(where, ": [checkpoint] dir ", *dir, ": ", nearest.string(), " is not writable"),
+    const std::string problem = folder_write_problem(nearest);  // a real write: root passes access() everywhere
+    PLAIT_CHECK(problem.empty(),
+                concat(where, ": [checkpoint] dir ", *dir, ": ", nearest.string(), " is not writable (", problem, ")"),
                 "choose a folder this user can write, or check its permissions");
   }
   if (!fs::is_directory(*dir, ec)) return;

@@ -11,6 +11,7 @@
 
 #include "io/written_stream.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/writable_folder.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -41,8 +42,9 @@ void check_new_folder(const std::string& path, const std::string& noun, const st
   while (!parent.empty() && !fs::exists(parent, ec)) parent = parent.parent_path();
   PLAIT_CHECK(fs::is_directory(parent, ec), concat("cannot create ", noun, " ", path, ": ", parent.string(), " is not a folder"),
               concat("choose another ", flag));
-  PLAIT_CHECK(::access(parent.c_str(), W_OK | X_OK) == 0,
-              concat("cannot create ", noun, " ", path, ": ", parent.string(), " is not writable"),
+  // A real write, not access(): root passes that everywhere, and /proc or a read-only mount refuse anyway.
+  const std::string problem = folder_write_problem(parent);
+  PLAIT_CHECK(problem.empty(), concat("cannot create ", noun, " ", path, ": ", parent.string(), " is not writable (", problem, ")"),
               concat("choose another ", flag, ", or check the permissions"));
 }
 

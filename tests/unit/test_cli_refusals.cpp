@@ -115,6 +115,20 @@ TEST_CASE("refused: a run folder that already holds files", "[cli]") {
   CHECK_FALSE(fs::exists(dir / "out/config.lock.toml"));
 }
 
+TEST_CASE("refused before launch: a run folder or a checkpoint folder where nothing can be written, even as root",
+          "[cli]") {
+  TempDir dir;
+  const auto config = write_file(dir / "run.toml", "[train]\nsteps = 1\n");
+  const ProcessResult out = run_plait({"run", config.string(), "--out", "/sys/plait-run"});
+  CHECK(out.exit_code == 1);
+  CHECK_THAT(out.output, Contains("cannot create the run folder /sys/plait-run: /sys is not writable ("));
+  const ProcessResult ck =
+      run_plait({"run", config.string(), "--out", (dir / "run").string(), "--set", "checkpoint.dir=\"/sys/plait-ck\""});
+  CHECK(ck.exit_code == 1);
+  CHECK_THAT(ck.output, Contains("[checkpoint] dir /sys/plait-ck: /sys is not writable ("));
+  CHECK_FALSE(fs::exists(dir / "run"));
+}
+
 TEST_CASE("refused: a combination the data plugin lacks, and dimensions that do not fit", "[cli]") {
   TempDir dir;
   auto r = refuse(dir, "[parallel]\ndata = \"fixture-good\"\n[train]\ngrad_accum = 4\n",

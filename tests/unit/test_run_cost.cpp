@@ -67,7 +67,7 @@ TEST_CASE("a run on machines that never fail takes its steps' time, and one inte
                     Contains("on 64 accelerators a job is interrupted every 0.9375 minutes"));
 }
 
-TEST_CASE("--tokens takes a count as a person writes it: 2e12, 500M, 20B or 20G, 2T, either case", "[plan]") {
+TEST_CASE("plait plan --tokens takes a count as a person writes it: 2e12, 500M, 20B or 20G, 2T, either case", "[plan]") {
   CHECK(token_count("--tokens", "2e12") == 2e12);
   CHECK(token_count("--tokens", "2000000000000") == 2e12);
   CHECK(token_count("--tokens", "1T") == 1e12);
