@@ -360,6 +360,24 @@ void StoreAbortChannel::post(const std::string& reason) {
   });
 }
 
+void StoreAbortChannel::post_stop(const std::string& reason, int signal) {
+  unless_lost(0, [&] {
+    // The signal goes first: a launcher that reads the stop finds its signal beside it.
+    if (!store_.try_get("abort")) {
+      store_.set("abort_signal", std::to_string(signal));
+      store_.set("abort", reason);
+    }
+    return 0;
+  });
+}
+
+int StoreAbortChannel::stop_signal() {
+  return unless_lost(0, [&] {
+    const auto signal = store_.try_get("abort_signal");
+    return signal ? std::atoi(signal->c_str()) : 0;
+  });
+}
+
 std::optional<std::string> StoreAbortChannel::poll() {
   return unless_lost(std::optional<std::string>{}, [&]() -> std::optional<std::string> {
     if (auto reason = store_.try_get("abort")) return reason;

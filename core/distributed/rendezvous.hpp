@@ -107,7 +107,9 @@ class StoreAbortChannel final : public AbortChannel {
  public:
   StoreAbortChannel(JobStore& store, int world_size, const NodeHeartbeat* heartbeat = nullptr);
   void post(const std::string& reason) override;
+  void post_stop(const std::string& reason, int signal) override;
   std::optional<std::string> poll() override;
+  int stop_signal() override;
   std::vector<std::string> pending_operations() override;
   std::optional<RankFailure> rank_failure(int rank) override;
   std::optional<RankFailure> first_own_failure() override;

@@ -314,7 +314,7 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     // Before any rank's end: a Ctrl-C reaches the ranks too, and their ends are its echo.
     if (const int sig = g_signal.load()) {
       const auto noticed = std::chrono::system_clock::now();
-      if (spec.abort) spec.abort->post(concat("the launcher on ", spec.node, " got signal ", sig));
+      if (spec.abort) spec.abort->post_stop(concat("the launcher on ", spec.node, " got signal ", sig), sig);
       const std::string why = concat("interrupted by signal ", sig, " (", strsignal(sig), ")");
       if (spec.on_stopping) spec.on_stopping(concat(why, ": stopping every rank"));
       stop_all(children, spec);
@@ -347,8 +347,11 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
         if (spec.on_stopping) spec.on_stopping(concat("stopping because ", *reason));
         stop_all(children, spec);
         finish();
-        JobStopped stopped(Error(concat("stopped because ", *reason), "see that node's launcher output and rank logs"), -1,
-                           false);
+        // Another launcher told to stop: this node stops as asked too, with that signal.
+        const int sig = spec.abort->stop_signal();
+        JobStopped stopped(Error(concat("stopped because ", *reason),
+                                 sig != 0 ? "" : "see that node's launcher output and rank logs"),
+                           -1, false, sig);
         stopped.noticed = noticed;
         throw stopped;
       }

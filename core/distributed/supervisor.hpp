@@ -35,7 +35,12 @@ class AbortChannel {
  public:
   virtual ~AbortChannel() = default;
   virtual void post(const std::string& reason) = 0;
+  // A stop the user asked for (a signal to one launcher): the others stop as asked too,
+  // not as failed.
+  virtual void post_stop(const std::string& reason, int /*signal*/) { post(reason); }
   virtual std::optional<std::string> poll() = 0;
+  // The signal posted with the stop that poll() returned, or 0 when it was a failure.
+  virtual int stop_signal() { return 0; }
   // What ranks reported they were waiting for, as "rank r: ..." lines (hang reports).
   virtual std::vector<std::string> pending_operations() { return {}; }
   // What `rank` reported when it failed, if it did (a killed rank cannot).

@@ -204,3 +204,41 @@ TEST_CASE("a job out of restarts fails saying so, and a launcher told to stop is
     CHECK(nlohmann::json::parse(read_file(out / "status.json")).at("state") == "stopped");
   }
 }
+
+// The signal goes to one launcher (a scheduler's, or a user's Ctrl-C on node 0): the other
+// node's launcher stops as asked too, not as failed, whether or not restarts are allowed.
+TEST_CASE("Ctrl-C to node 0's launcher of a two-node job stops both launchers as asked with or without restarts",
+          "[restart]") {
+  TempDir dir;
+  for (const std::string restarts : {"0", "2"}) {
+    const int port = free_port();
+    const fs::path node0 = dir / concat("r", restarts, "-node0"), node1 = dir / concat("r", restarts, "-node1");
+    auto node = [&](int n) {
+      return std::async(std::launch::async, [&, n] {
+        return run_plait(run_args(n == 0 ? node0 : node1, "400", {"--set", "parallel.dp=2"},
+                                  {"--nnodes", "2", "--node-rank", std::to_string(n), "--nproc-per-node", "1",
+                                   "--master-addr", "127.0.0.1", "--master-port", std::to_string(port),
+                                   "--max-restarts", restarts}));
+      });
+    };
+    auto f0 = node(0), f1 = node(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < give_up && !fs::exists(node0 / "metrics.jsonl")) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const int rank0 = nlohmann::json::parse(read_file(node0 / "ranks.json"))[0].at("pid").get<int>();
+    const std::string proc = read_file(concat("/proc/", rank0, "/status"));
+    const auto at = proc.find("PPid:");
+    REQUIRE(at != std::string::npos);
+    ::kill(static_cast<pid_t>(std::stoi(proc.substr(at + 5))), SIGINT);
+    const ProcessResult a = f0.get(), b = f1.get();
+    INFO("max_restarts " << restarts << "\n" << a.output << "\n---\n" << b.output);
+    CHECK(a.exit_code == 128 + SIGINT);
+    CHECK(b.exit_code == 128 + SIGINT);
+    CHECK_THAT(b.output, Contains("stopped as asked (signal 2, Interrupt)"));
+    CHECK_THAT(b.output, !Contains("failed"));
+    CHECK(nlohmann::json::parse(read_file(node0 / "status.json")).at("state") == "stopped");
+    CHECK(nlohmann::json::parse(read_file(node1 / "status.json")).at("state") == "stopped");
+    CHECK(!fs::exists(node0 / "restarts.json"));
+  }
+}
