@@ -26,6 +26,9 @@ namespace {
 double run_timed(const std::vector<std::string>& argv, const fs::path& log, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   const int code = run_command(argv, log.string());
+  if (const int sig = catch_stop_signals().load(); sig != 0) {
+    throw StoppedAsAsked{sig, concat("its ", what, " run in ", log.parent_path().string(), "/", what)};
+  }
   if (code != 0) {
     const std::string said = first_marked_line(log, {"error: "});
     const std::string why = said.empty() ? said : said.substr(7);
@@ -86,6 +89,7 @@ void refuse_approximate(const PreparedRun& prep) {
 }  // namespace
 
 int check(const CheckArgs& args) {
+  catch_stop_signals();  // a stop passes to the run under way, which stops as asked
   const fs::path out = args.run.out ? run_folder_of({.config = args.run.config, .out = args.run.out})
                                     : choose_run_folder("", fs::path(args.run.config).stem().string() + "-check");
   // The candidate is checked as `plait run` would check it, before anything runs.

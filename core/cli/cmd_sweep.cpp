@@ -22,25 +22,11 @@
 #include "run/run_status.hpp"
 #include "run/subprocess.hpp"
 #include "sweep/sweep_plan.hpp"
+#include "util/short_number.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-void on_interrupt(int) { g_interrupted = true; }
-
-// SIGINT and SIGTERM set the flag and interrupt the wait for the running child (no
-// SA_RESTART), which run_command passes on to it.
-void catch_interrupts() {
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 struct Outcome {
   sweep::Combination combination;
@@ -161,21 +147,20 @@ int sweep(const SweepArgs& args) {
   check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
   fs::create_directories(folder);
   fs::create_directories(folder / "logs");
-  catch_interrupts();
+  const std::atomic<int>& stop_signal = catch_stop_signals();
   nlohmann::ordered_json runs = nlohmann::json::array();
   std::vector<std::string> finished;
   std::set<std::size_t> combinations_finished;  // a comparison needs two
-  for (std::size_t i = 0; i < order.size() && !g_interrupted; ++i) {
+  for (std::size_t i = 0; i < order.size() && stop_signal == 0; ++i) {
     const auto& planned = order[i];
     const fs::path out = folder / planned.folder;
     const auto start = std::chrono::steady_clock::now();
     std::cout << "[" << i + 1 << "/" << order.size() << "] " << planned.folder << " ... " << std::flush;
-    const int code = run_command(run_argv(args, kept[planned.combination], out), (folder / "logs" / (planned.folder + ".log")).string(),
-                                 &g_interrupted);
+    const int code = run_command(run_argv(args, kept[planned.combination], out), (folder / "logs" / (planned.folder + ".log")).string());
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto status = read_run_status(out.string());
-    const std::string state = code == 0 ? "finished" : g_interrupted ? "interrupted" : "failed";
-    std::cout << state << " in " << seconds << " s";
+    const std::string state = code == 0 ? "finished" : stop_signal != 0 ? "interrupted" : "failed";
+    std::cout << state << " in " << seconds_text(seconds);
     if (code != 0 && status && !status->reason.empty()) std::cout << ": " << status->reason;
     std::cout << "\n";
     runs.push_back({{"folder", planned.folder}, {"combination", kept[planned.combination].name},
@@ -187,10 +172,10 @@ int sweep(const SweepArgs& args) {
     write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
   }
   write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
-  if (g_interrupted) std::cout << "sweep interrupted: the report covers the " << finished.size() << " runs that finished\n";
+  if (stop_signal != 0) std::cout << "sweep interrupted: the report covers the " << finished.size() << " runs that finished\n";
   if (combinations_finished.size() < 2) {
     std::cout << "runs of fewer than two combinations finished: no comparison\n";
-    return g_interrupted ? 130 : (finished.size() == order.size() ? 0 : 1);
+    return stop_signal != 0 ? 128 + stop_signal : (finished.size() == order.size() ? 0 : 1);
   }
   // Repeats of a combination are one run of the comparison, their steps pooled.
   const compare::Comparison c = compare::compare_runs(compare::load_runs(finished));
@@ -208,7 +193,7 @@ int sweep(const SweepArgs& args) {
   write_file_atomically((folder / "report.md").string(), compare::render_markdown(sections));
   write_file_atomically((folder / "report.html").string(), compare::render_html(c, sections));
   std::cout << "report: " << (folder / "report.md").string() << " and report.html\n";
-  if (g_interrupted) return 130;
+  if (stop_signal != 0) return 128 + stop_signal;
   return finished.size() == order.size() ? 0 : 1;
 }
 

@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "loader/host_abi.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/subprocess.hpp"
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "util/did_you_mean.hpp"
@@ -130,6 +131,7 @@ void check_user_sets(const PluginRecord& plugin, const VerifyArgs& args) {
 }  // namespace
 
 int verify(const VerifyArgs& args) {
+  catch_stop_signals();  // a stop passes to the case's run under way, which stops as asked
   // Where the report goes is checked before the cases, not after the quarter hour they take.
   if (args.json) check_file_writable(*args.json, "--json");
   if (is_path(args.plugin)) search_first(args.plugin);

@@ -1,5 +1,6 @@
 // plait: a training runtime in which every parallelism strategy is a plugin.
 #include <csignal>
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,7 @@
 #include "debug/exception_text.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/subprocess.hpp"
 #include "train/reproducible_math.hpp"
 
 namespace {
@@ -356,6 +358,10 @@ int main(int argc, char** argv) {
   }
   try {
     return dispatch(app, commands);
+  } catch (const plait::StoppedAsAsked& stop) {
+    std::cout << "plait " << app.get_subcommands().front()->get_name() << " stopped as asked (signal " << stop.signal
+              << ", " << strsignal(stop.signal) << "): " << stop.what << " was stopped too\n";
+    return 128 + stop.signal;
   } catch (const plait::Error& e) {
     return report(e.what(), e.hint(), e.origin(), commands.verbose);
   } catch (const c10::Error& e) {  // LibTorch's own, with plait's words around its first line

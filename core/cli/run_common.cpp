@@ -13,6 +13,7 @@
 #include "debug/fault_plan.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/short_number.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_status.hpp"
 
@@ -118,9 +119,9 @@ std::string summary_from_metrics(const std::string& run_dir, double seconds, int
   }
   // The steps this run trained, not the records it kept (log_every) nor an earlier run's.
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "done: loss %.4f -> %.4f over %lld steps in %.1f s", first, last,
-                static_cast<long long>(last_step - resume_step), seconds);
-  return buf;
+  std::snprintf(buf, sizeof(buf), "done: loss %.4f -> %.4f over %lld steps in ", first, last,
+                static_cast<long long>(last_step - resume_step));
+  return buf + seconds_text(seconds);
 }
 
 RunPlan run_plan(const PreparedRun& prep, const std::string& folder, World* world, RunStatus* status) {

@@ -216,7 +216,7 @@ std::string chart_for(Chart chart, const Comparison& c) {
 
 std::string render_html(const Comparison& c, const std::vector<Section>& sections) {
   std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>plait compare</title><style>"
+  o << kHtmlBegins << "<style>"
        "body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}"
        "table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;"
        "font-size:13px;text-align:right}td:first-child,th:first-child{text-align:left}"

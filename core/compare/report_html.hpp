@@ -11,6 +11,9 @@
 
 namespace plait::compare {
 
+// How every HTML report begins (an earlier one is recognised by it, and replaced).
+inline constexpr const char* kHtmlBegins =
+    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>plait compare</title>";
 std::string render_html(const Comparison& c, const std::vector<Section>& sections);
 
 }  // namespace plait::compare

@@ -273,7 +273,7 @@ std::string render_terminal(const std::vector<Section>& sections) {
 
 std::string render_markdown(const std::vector<Section>& sections) {
   std::ostringstream out;
-  out << "# plait compare\n\n";
+  out << kMarkdownBegins << "\n";
   auto escape = [](std::string cell) {
     for (std::size_t p = 0; (p = cell.find('|', p)) != std::string::npos; p += 2) cell.replace(p, 1, "\\|");
     return cell;

@@ -30,6 +30,8 @@ std::string loss_verdict(const Comparison& c);
 
 // Renderings of the sections: aligned columns for a terminal; GitHub Markdown.
 std::string render_terminal(const std::vector<Section>& sections);
+// How every Markdown report begins (an earlier one is recognised by it, and replaced).
+inline constexpr const char* kMarkdownBegins = "# plait compare\n";
 std::string render_markdown(const std::vector<Section>& sections);
 
 // A number with `digits` decimals, as every report format writes them.

@@ -137,6 +137,12 @@ void check_reach(const FaultSpec& f, const FaultReach& reach) {
                 groups.empty() ? std::string("a fault on a collective needs a job of several ranks; use step=S")
                                : concat("name one of rank ", f.rank, "'s groups: ", joined(groups)));
   }
+  if ((f.kind == FaultKind::abort || f.kind == FaultKind::mismatch) && reach.groups_of) {
+    PLAIT_CHECK(!reach.groups_of(f.rank).empty(),
+                concat(fault, " breaks a collective, but rank ", f.rank,
+                       " issues none (this job has one rank): it would never happen"),
+                "use kill, exit, segv or hang on a job of one rank");
+  }
   if (f.kind == FaultKind::corrupt && reach.saves_at) {
     PLAIT_CHECK(reach.saves_at(f.step),
                 concat(fault, " spoils the checkpoint of step ", f.step, ", but this run saves none at step ", f.step,
@@ -147,8 +153,46 @@ void check_reach(const FaultSpec& f, const FaultReach& reach) {
 
 }  // namespace
 
+namespace {
+
+// Ends the attempt it strikes in: the job restarts (into the next attempt) or stops.
+bool ends_attempt(FaultKind kind) {
+  return kind == FaultKind::kill || kind == FaultKind::segv || kind == FaultKind::exit || kind == FaultKind::hang ||
+         kind == FaultKind::abort;
+}
+
+bool same_trigger(const FaultSpec& a, const FaultSpec& b) {
+  return a.kind == b.kind && a.rank == b.rank && a.step == b.step && a.group == b.group && a.op == b.op &&
+         a.attempt == b.attempt;
+}
+
+// A fault listed twice strikes once; a fault at a later step of an attempt that an earlier
+// fault ends is never reached (the restart is the next attempt).
+void check_together(const std::vector<FaultSpec>& faults) {
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    for (std::size_t j = 0; j < faults.size(); ++j) {
+      const FaultSpec& a = faults[i];
+      const FaultSpec& b = faults[j];
+      if (i < j && same_trigger(a, b)) {
+        throw Error(concat(b.place, ": fault '", b.text, "' is listed twice (as '", a.text,
+                           "'): the second would never happen"),
+                    "list each fault once; attempt=A repeats one in a later restart");
+      }
+      const bool ended_before = i != j && a.op == 0 && b.op == 0 && ends_attempt(a.kind) && a.attempt == b.attempt &&
+                                a.step < b.step;
+      PLAIT_CHECK(!ended_before,
+                  concat(b.place, ": fault '", b.text, "' is at step ", b.step, " of attempt ", b.attempt, ", but '",
+                         a.text, "' ends that attempt at step ", a.step, ": it would never happen"),
+                  concat("give it attempt=", a.attempt + 1, " (the restart after '", a.text, "'), or an earlier step"));
+    }
+  }
+}
+
+}  // namespace
+
 void check_faults(const std::vector<FaultSpec>& faults, const FaultReach& reach) {
   for (const auto& f : faults) check_reach(f, reach);
+  check_together(faults);
 }
 
 bool struck(const FaultSpec& fault, const std::string& text, int rank, int attempt) {

@@ -29,6 +29,10 @@ double token_count(const std::string& flag, const std::string& text) {
                   end == number.c_str() + number.size(),
               concat(shown, ": not a count of tokens"), hint);
   PLAIT_CHECK(std::isfinite(value * scale) && value > 0, concat(shown, ": the count must be finite and above 0"), hint);
+  // Steps, days and costs are counted in 64-bit integers: a count this far past any run
+  // (Llama 3 trained on 1.5e13 tokens) would overflow them.
+  PLAIT_CHECK(value * scale <= 1e18, concat(shown, ": more than 1e18 tokens, past what plait can price"),
+              concat(flag, " takes up to 1e18 tokens (the largest published runs train on about 2e13)"));
   return value * scale;
 }
 

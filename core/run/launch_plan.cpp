@@ -33,7 +33,12 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.nnodes = request.nnodes.value_or(1);
   plan.node_rank = request.node_rank.value_or(0);
-  plan.single_process = prep.world_size == 1 && !request.nnodes && !request.node_rank && !request.nproc_per_node;
+  // A restart, and the record of a fault that ended a process, need a launcher above the rank.
+  const bool needs_launcher =
+      prep.config->distributed().max_restarts > 0 ||
+      !configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults")).empty();
+  plan.single_process = prep.world_size == 1 && !request.nnodes && !request.node_rank && !request.nproc_per_node &&
+                        !needs_launcher;
   PLAIT_CHECK(plan.node_rank < plan.nnodes,
               concat("--node-rank ", plan.node_rank, " is not below --nnodes ", plan.nnodes), "node ranks count from 0");
   PLAIT_CHECK(prep.world_size % plan.nnodes == 0,

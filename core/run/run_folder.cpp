@@ -90,6 +90,9 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string tmp = concat(path, ".partial.", ::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
+    // Named as the user's file: the temporary one is plait's business.
+    PLAIT_CHECK(out.is_open(), concat("cannot write ", path, ": ", std::strerror(errno)),
+                "name a file in a folder you can write");
     out << text;
     check_written(out, tmp, "check the free space and permissions of its folder");
   }

@@ -14,9 +14,30 @@
 extern char** environ;
 
 namespace plait {
+namespace {
 
-int run_command(const std::vector<std::string>& argv, const std::string& log_path,
-                const std::atomic<bool>* interrupted) {
+std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_catching{false};
+
+void on_stop_signal(int sig) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, sig);
+}
+
+}  // namespace
+
+const std::atomic<int>& catch_stop_signals() {
+  if (!g_catching.exchange(true)) {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: the wait for the command returns EINTR
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  }
+  return g_stop_signal;
+}
+
+int run_command(const std::vector<std::string>& argv, const std::string& log_path) {
   const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   PLAIT_CHECK(fd >= 0, concat("cannot write ", log_path, ": ", std::strerror(errno)), "check the folder");
   posix_spawn_file_actions_t actions;
@@ -34,13 +55,14 @@ int run_command(const std::vector<std::string>& argv, const std::string& log_pat
   PLAIT_CHECK(rc == 0, concat("cannot start ", argv[0], ": ", std::strerror(rc)), "");
   int status = 0;
   bool forwarded = false;
-  // The caller's signal handler interrupts waitpid (EINTR): pass the interrupt on once.
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) break;
-    if (interrupted != nullptr && interrupted->load() && !forwarded) {
-      ::kill(pid, SIGINT);
+  // A stop signal interrupts waitpid (EINTR): pass the same signal on once. One that came
+  // before the command started is passed on at once.
+  while (true) {
+    if (const int sig = g_stop_signal.load(); sig != 0 && !forwarded) {
+      ::kill(pid, sig);
       forwarded = true;
     }
+    if (::waitpid(pid, &status, 0) >= 0 || errno != EINTR) break;
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

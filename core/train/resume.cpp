@@ -7,6 +7,7 @@
 #include "log/logging.hpp"
 #include "train/frozen_parameters.hpp"
 #include "util/human_bytes.hpp"
+#include "util/short_number.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -28,7 +29,7 @@ Resumed load_checkpoint(const RunPlan& plan, Rank& rank, const fs::path& folder)
   out.data = reader.index().state.at("data").dump();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   core_log().info("resumed from ", folder.string(), " at step ", out.progress.step, ": read ", reader.bytes_read(),
-                  " bytes (", human_bytes(reader.bytes_read()), ") in ", seconds, " s");
+                  " bytes (", human_bytes(reader.bytes_read()), ") in ", seconds_text(seconds));
   plan.world->stats().drain();  // the load's traffic is not a step's
   return out;
 }

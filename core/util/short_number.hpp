@@ -11,4 +11,12 @@ inline std::string short_number(double x, int digits = 6) {
   return buf;
 }
 
+// A duration as a report prints it: "0.46 s", "2.8 s", "95 s" (two significant digits,
+// or whole seconds from 10 on).
+inline std::string seconds_text(double s) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), s >= 10 ? "%.0f s" : "%.2g s", s);
+  return buf;
+}
+
 }  // namespace plait

@@ -62,7 +62,11 @@ struct Ran {
 };
 
 Ran run(const std::string& verb, const Workspace& ws, const Sets& sets, const Sets& extra, const fs::path& log) {
-  return {run_command(argv_of(verb, ws, sets, extra), log.string()), log};
+  const int code = run_command(argv_of(verb, ws, sets, extra), log.string());
+  if (const int sig = catch_stop_signals().load(); sig != 0) {
+    throw StoppedAsAsked{sig, concat("its run logging to ", log.string())};
+  }
+  return {code, log};
 }
 
 // Whether a run succeeded; its reason when not.

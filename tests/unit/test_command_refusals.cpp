@@ -166,11 +166,23 @@ TEST_CASE("refused: plait compare's runs and reports", "[refusals]") {
          std::ofstream(c / "metrics.jsonl") << "{\"step\": 1, \"loss\"\n" << text.substr(text.find('\n') + 1);
        })},
       {.name = "--html into a folder that does not exist", .args = {"compare", "{run}", "{run}", "--html", "{dir}/no/r.html"},
-       .place = "--html: cannot write {dir}/no/r.html: the folder {dir}/no does not exist", .says = "create {dir}/no first",
+       .place = "--html {dir}/no/r.html: the folder {dir}/no does not exist", .says = "create {dir}/no first",
        .never_made = {"{dir}/no"}},
       {.name = "--markdown onto a folder", .args = {"compare", "{run}", "{run}", "--markdown", "{dir}/md"},
-       .place = "--markdown: cannot write {dir}/md: it is a folder",
+       .place = "--markdown {dir}/md: it is a folder, not a file",
        .prepare = [](const fs::path& d) { fs::create_directories(d / "md"); }},
+      {.name = "--markdown onto a file that is not a report", .args = {"compare", "{run}", "{dir}/copy", "--markdown", "{dir}/notes.md"},
+       .place = "--markdown {dir}/notes.md: the file exists and is not a report of plait compare: it would be replaced",
+       .prepare = [](const fs::path& d) {
+         fs::copy(finished_run(), d / "copy", fs::copy_options::recursive);
+         write(d / "notes.md", "# my notes\n");
+       }},
+      {.name = "--html onto a config", .args = {"compare", "{run}", "{dir}/copy", "--html", "{dir}/copy/config.lock.toml"},
+       .place = "--html {dir}/copy/config.lock.toml: the file exists and is not a report of plait compare",
+       .prepare = [](const fs::path& d) { fs::copy(finished_run(), d / "copy", fs::copy_options::recursive); }},
+      {.name = "--html under /proc", .args = {"compare", "{run}", "{dir}/copy", "--html", "/proc/r.html"},
+       .place = "--html /proc/r.html: the folder /proc is not writable",
+       .prepare = [](const fs::path& d) { fs::copy(finished_run(), d / "copy", fs::copy_options::recursive); }},
       {.name = "a run with itself", .args = {"compare", "{run}", "{run}"},
        .place = "plait compare: {run} is the run {run} named twice", .says = "a run compared with itself"},
       {.name = "a run with itself through a link", .args = {"compare", "{run}", "{dir}/link"},

@@ -181,6 +181,12 @@ TEST_CASE("compare: ddp and zero 3 are equivalent with a speed ratio, and two le
   CHECK_THAT(markdown, Contains("## Loss agreement\n\nNot equivalent: the losses diverge at step 2"));
   CHECK_THAT(markdown, Contains("| train.lr | 0.003 ("));
   CHECK_THAT(markdown, Contains(" | 0.001 (--set train.lr=1e-3) |"));
+  // A rerun replaces its own earlier report.
+  const ProcessResult again =
+      run_plait({"compare", (dir / "lr").string(), (dir / "ddp").string(), "--markdown", (dir / "r.md").string()});
+  INFO(again.output);
+  CHECK(again.exit_code == 0);
+  CHECK(read_file(dir / "r.md") != markdown);
 
   const ProcessResult one = run_plait({"compare", (dir / "ddp").string()});
   CHECK(one.exit_code != 0);

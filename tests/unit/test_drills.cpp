@@ -65,6 +65,39 @@ TEST_CASE("a fault that could never strike is refused before anything starts: a 
   }
 }
 
+// A one-process job has no launcher unless it needs one: a restart, or a fault whose end
+// someone must record (the process that exits cannot say so in its status).
+TEST_CASE("a one-process job with restarts or faults runs under the launcher: an exit is restarted or recorded as the "
+          "failure it is",
+          "[drill]") {
+  TempDir dir;
+  const std::string config = source_path("configs/gpt2-tiny-single.toml");
+  auto single = [&](const fs::path& out, std::vector<std::string> more) {
+    std::vector<std::string> args = {"run", config, "--steps", "4", "--out", out.string(), "--set",
+                                     "debug.faults=[\"exit rank=0 step=3\"]", "--set", "checkpoint.every=1"};
+    args.insert(args.end(), more.begin(), more.end());
+    return run_plait(args);
+  };
+  const ProcessResult restarted = single(dir / "restarted", {"--max-restarts", "1"});
+  INFO(restarted.output);
+  CHECK(restarted.exit_code == 0);
+  CHECK(json_of(dir / "restarted" / "status.json").at("state") == "finished");
+  CHECK(json_of(dir / "restarted" / "restarts.json").at(0).at("resumed_from_step") == 2);
+  const ProcessResult failed = single(dir / "failed", {});
+  INFO(failed.output);
+  CHECK(failed.exit_code == 1);
+  CHECK_THAT(failed.output, Contains("exited with code 1"));
+  const auto status = json_of(dir / "failed" / "status.json");
+  CHECK(status.at("state") == "failed");
+  CHECK(status.at("step") == 2);
+  // A fault with nothing to break in one process is refused before anything starts.
+  const ProcessResult abort = run_plait({"run", config, "--steps", "4", "--out", (dir / "abort").string(), "--set",
+                                         "debug.faults=[\"abort rank=0 step=2\"]"});
+  CHECK(abort.exit_code == 1);
+  CHECK_THAT(abort.output, Contains("breaks a collective, but rank 0 issues none (this job has one rank)"));
+  CHECK_FALSE(fs::exists(dir / "abort"));
+}
+
 TEST_CASE("a fault that never struck fails the run that trained through it, saying which and why, under the launcher "
           "and in one process",
           "[drill]") {

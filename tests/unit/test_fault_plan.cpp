@@ -107,6 +107,42 @@ TEST_CASE("a fault that could never strike is refused before launch: a group its
              Contains("fault 'corrupt rank=1 step=6' spoils the checkpoint of step 6, but this run saves none at step 6"));
 }
 
+TEST_CASE("faults that could never strike together are refused: one listed twice, one after another ended the attempt, "
+          "an abort on a job of one rank",
+          "[debug]") {
+  auto together = [](const std::vector<std::string>& specs, const FaultReach& reach) -> std::string {
+    try {
+      check_faults(parse_faults(specs, "run.toml:7"), reach);
+    } catch (const Error& e) {
+      return concat(e.what(), "\nhint: ", e.hint());
+    }
+    return "";
+  };
+  FaultReach restarting = dp2_tp2();
+  restarting.max_restarts = 2;
+  CHECK(together({"kill rank=1 step=3", "kill rank=1 step=5 attempt=1"}, restarting).empty());
+  CHECK(together({"kill rank=1 step=3", "exit rank=2 step=3"}, restarting).empty());  // the same step: both may strike
+  CHECK(together({"slow rank=1 step=2 ms=5", "kill rank=0 step=4"}, restarting).empty());
+  CHECK(together({"corrupt rank=1 step=4", "kill rank=0 step=6"}, restarting).empty());
+  CHECK_THAT(together({"kill rank=1 step=3", "kill rank=1 step=3"}, restarting),
+             Contains("run.toml:7: fault 'kill rank=1 step=3' is listed twice (as 'kill rank=1 step=3'): the second "
+                      "would never happen"));
+  CHECK_THAT(together({"segv rank=2 step=7", "exit  rank=2 step=7", "segv rank=2 step=7 attempt=0"}, restarting),
+             Contains("fault 'segv rank=2 step=7 attempt=0' is listed twice (as 'segv rank=2 step=7')"));
+  CHECK_THAT(together({"kill rank=0 step=5", "hang rank=1 step=2"}, restarting),
+             Contains("fault 'kill rank=0 step=5' is at step 5 of attempt 0, but 'hang rank=1 step=2' ends that attempt "
+                      "at step 2: it would never happen") &&
+                 Contains("give it attempt=1"));
+  CHECK_THAT(together({"abort rank=3 step=1 attempt=1", "exit rank=0 step=9 attempt=1"}, restarting),
+             Contains("ends that attempt at step 1"));
+  FaultReach one = dp2_tp2();
+  one.world_size = 1;
+  one.groups_of = [](int) { return std::vector<std::string>{}; };
+  CHECK_THAT(together({"abort rank=0 step=2"}, one),
+             Contains("fault 'abort rank=0 step=2' breaks a collective, but rank 0 issues none (this job has one rank)"));
+  CHECK(together({"exit rank=0 step=2"}, one).empty());
+}
+
 TEST_CASE("a fault that gives a key twice is refused, not read with one of them", "[debug]") {
   CHECK_THAT(refusal({"kill rank=1 rank=2 step=3"}),
              Contains("run.toml:7: fault 'kill rank=1 rank=2 step=3': rank= is given twice"));

@@ -83,6 +83,10 @@ TEST_CASE("plait plan --tokens takes a count as a person writes it: 2e12, 500M, 
   CHECK_THROWS_WITH(token_count("--tokens", "0"), Contains("--tokens 0: the count must be finite and above 0"));
   CHECK_THROWS_WITH(token_count("--tokens", "-2T"), Contains("--tokens -2T: the count must be finite and above 0"));
   CHECK_THROWS_WITH(token_count("--tokens", "inf"), Contains("--tokens inf: the count must be finite and above 0"));
+  CHECK(token_count("--tokens", "1e18") == 1e18);
+  for (const std::string huge : {"1e30", "2000000T", "1e300"}) {
+    CHECK_THROWS_WITH(token_count("--tokens", huge), Contains("--tokens " + huge + ": more than 1e18 tokens"));
+  }
   try {
     token_count("--tokens", "1X");
   } catch (const Error& e) {

@@ -3,6 +3,9 @@
 // run and ranked; Ctrl-C stops after the running one with a report of what finished.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <cstring>
+
 #include <chrono>
 #include <future>
 #include <thread>
@@ -120,7 +123,10 @@ TEST_CASE("a sweep whose every combination is refused exits 1 and leaves no swee
   CHECK_FALSE(fs::exists(out));
 }
 
-TEST_CASE("Ctrl-C stops a sweep after the running run, and the report covers the runs that finished", "[sweep]") {
+TEST_CASE("Ctrl-C or SIGTERM stops a sweep and its running run with that signal and the report covers the runs that "
+          "finished",
+          "[sweep]") {
+  const int sig = GENERATE(SIGINT, SIGTERM);
   TempDir dir;
   const fs::path out = dir / "sweep";
   auto job = std::async(std::launch::async, [&] {
@@ -131,16 +137,41 @@ TEST_CASE("Ctrl-C stops a sweep after the running run, and the report covers the
   for (int i = 0; i < 1200 && !fs::exists(long_run); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   REQUIRE(fs::exists(long_run));
   // "[/]" spares pkill's own shell; "$": the sweep, whose --out is last, not its run's.
-  REQUIRE(std::system(("pkill -INT -f -- '--out [/]" + out.string().substr(1) + "$'").c_str()) == 0);
+  REQUIRE(std::system(concat("pkill -", sig, " -f -- '--out [/]", out.string().substr(1), "$'").c_str()) == 0);
   REQUIRE(job.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   const ProcessResult r = job.get();
   INFO(r.output);
-  CHECK(r.exit_code == 130);
+  CHECK(r.exit_code == 128 + sig);
   CHECK_THAT(r.output, Contains("[3/3] steps-100000 ... interrupted in "));
   CHECK_THAT(r.output, Contains("sweep interrupted: the report covers the 2 runs that finished"));
   CHECK_THAT(r.output, Contains("1 setting differ; "));
+  // The run under way got the same signal, and stopped as asked.
+  const auto status = nlohmann::json::parse(read_file(out / "steps-100000" / "status.json"));
+  CHECK(status.at("state") == "stopped");
+  CHECK_THAT(status.at("reason").get<std::string>(), Contains(concat("stopped as asked (signal ", sig, ", ", strsignal(sig), ")")));
   const auto sweep_json = nlohmann::json::parse(read_file(out / "sweep.json"));
   REQUIRE(sweep_json.at("runs").size() == 3);
   CHECK(sweep_json.at("runs")[2].at("state") == "interrupted");
   CHECK_THAT(read_file(out / "report.md"), Contains("| train.steps | 3 ("));
+}
+
+// plait check runs its candidate and reference as child runs: a stop passes to the one under way.
+TEST_CASE("SIGTERM to plait check stops its candidate run too, which says so, and check exits 143", "[sweep]") {
+  TempDir dir;
+  const fs::path out = dir / "check";
+  auto job = std::async(std::launch::async, [&] {
+    return run_plait({"check", source_path("configs/quickstart.toml"), "--steps", "100000", "--out", out.string()});
+  });
+  const fs::path candidate = out / "candidate" / "metrics.jsonl";
+  for (int i = 0; i < 1200 && !fs::exists(candidate); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(candidate));
+  REQUIRE(std::system(concat("pkill -TERM -f -- '^[^ ]*plait check .*--out [/]", out.string().substr(1), "$'").c_str()) == 0);
+  REQUIRE(job.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  const ProcessResult r = job.get();
+  INFO(r.output);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK_THAT(r.output, Contains("plait check stopped as asked (signal 15, Terminated): its candidate run in ") &&
+                           Contains("was stopped too"));
+  CHECK(nlohmann::json::parse(read_file(out / "candidate" / "status.json")).at("state") == "stopped");
+  CHECK_FALSE(fs::exists(out / "reference"));
 }
