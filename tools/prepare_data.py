@@ -503,6 +503,16 @@ def file_kind(mode):
     return "not a regular file"
 
 
+def read_files(args):
+    """The tokenizer's and the chat template's files: --out never replaces what this run reads."""
+    files = [args.chat_template] if args.chat_template else []
+    if args.tokenizer and os.path.isdir(args.tokenizer):
+        files += [os.path.join(args.tokenizer, name) for name in os.listdir(args.tokenizer)]
+    elif args.tokenizer:
+        files.append(args.tokenizer)
+    return files
+
+
 def check_out(out, force, inputs):
     """The path to write (a link's target), checked before any input is read: a new file in an existing
     folder, or with --force an existing regular file; never one of the inputs."""
@@ -526,8 +536,8 @@ def check_out(out, force, inputs):
         if not force:
             raise InputError(f"{flag}: exists; give --force to replace it")
         for path in inputs:
-            if os.path.exists(path) and os.path.samefile(path, target):
-                raise InputError(f"{flag}: is the input {path}; give another path")
+            if os.path.isfile(path) and os.path.samefile(path, target):
+                raise InputError(f"{flag}: is {path}, which this run reads; give another path")
     folder = os.path.dirname(target)
     shown = folder if os.path.islink(out) else os.path.dirname(out) or "."
     try:
@@ -658,6 +668,10 @@ def prepare(args, output):
                                             empties)
     if not starts:
         raise InputError(f"{', '.join(args.inputs)}: no documents")
+    if not any(m.any() for m in mask):
+        raise InputError(f"{', '.join(args.inputs)}: none of the {sum(len(t) for t in tokens)} tokens is counted in "
+                         f"the loss (--count {args.count}): plait would refuse the file; give documents with an "
+                         f"assistant turn, or --count all")
     n, counted = write_token_file(output, tokens, mask, starts, tokenizer.vocab_size, eos_id, tokenizer.name)
     empties.summary()
     seconds = time.perf_counter() - start
@@ -688,7 +702,7 @@ def main():
         signal.signal(signum, on_signal)
     output = None
     try:
-        output = Output(check_out(args.out, args.force, args.inputs), args.out)
+        output = Output(check_out(args.out, args.force, args.inputs + read_files(args)), args.out)
         output.create()  # the folder takes a new file: known before any input is read
         prepare(args, output)
         return

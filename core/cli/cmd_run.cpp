@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "distributed/job_token.hpp"
 #include "cli/commands.hpp"
 #include "cli/run_modes.hpp"
 #include "plait/sdk/error.hpp"
@@ -21,6 +22,7 @@ int config_validate(const RunArgs& args) {
   PreparedRun prep = prepare_run(args.config, args.overrides(), known_world(request));
   log_config_notes(prep);
   const LaunchPlan launch = plan_launch(prep, request);
+  if (!launch.single_process) job_token_from_env();  // a token file plait run would refuse
   std::string plugins;
   for (const auto& c : prep.config->plugins()) plugins += (plugins.empty() ? "" : ", ") + c.role + "=" + c.name;
   std::cout << args.config << ": valid (" << prep.model.family << " " << prep.model.size << ", "

@@ -9,6 +9,7 @@
 #include "plait/sdk/error.hpp"
 #include "util/abbreviate.hpp"
 #include "util/did_you_mean.hpp"
+#include "util/short_number.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -67,8 +68,10 @@ struct Converter {
   void check_bounds(double x, const ConfigValue& v) const {
     // nan passes every comparison, and no plait option means anything by inf.
     if (!std::isfinite(x)) fail(concat(v.shown(), " is not a finite number"), spec.doc);
-    if (spec.min && x < *spec.min) fail(concat(v.shown(), " is below the minimum ", *spec.min), spec.doc);
-    if (spec.max && x > *spec.max) fail(concat(v.shown(), " is above the maximum ", *spec.max), spec.doc);
+    // A bound as the user would write it: 1048576, not 1.04858e+06.
+    auto bound = [](double b) { return short_number(b, 15); };
+    if (spec.min && x < *spec.min) fail(concat(v.shown(), " is below the minimum ", bound(*spec.min)), spec.doc);
+    if (spec.max && x > *spec.max) fail(concat(v.shown(), " is above the maximum ", bound(*spec.max)), spec.doc);
   }
 
   // Converts one scalar of `type` (element type for arrays). Paths are resolved in place.

@@ -69,6 +69,9 @@ FaultSpec parse_one(const std::string& text, const std::string& place) {
       char* end = nullptr;
       f.ms = std::strtod(value.c_str(), &end);
       PLAIT_CHECK(!value.empty() && *end == '\0' && f.ms > 0, concat(bad, "ms=", value, " is not a positive number"), form);
+      // An hour a step is already a hang: past it the sleep's clock arithmetic overflows.
+      PLAIT_CHECK(f.ms <= 3.6e6, concat(bad, "ms=", value, " is more than an hour a step"),
+                  "a slow fault adds up to 3600000 ms to each step; a rank that stops is a hang fault");
     } else {
       throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms", "attempt"})),
                   form);

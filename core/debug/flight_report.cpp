@@ -14,12 +14,30 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 #include "util/human_bytes.hpp"
 #include "util/json_problem.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
 namespace {
+
+// A record's shape, checked before it is read: a damaged one is named as such, not met
+// later as a missing group or a rank that overflowed.
+void check_record_shape(const nlohmann::json& j, int file_rank) {
+  PLAIT_CHECK(j.is_object(), concat("it holds ", j.type_name(), ", not a record"), "");
+  PLAIT_CHECK(j.contains("rank") && j.at("rank").is_number_integer() && j.at("rank").get<int64_t>() == file_rank,
+              concat("its rank is ", j.contains("rank") ? abbreviate(j.at("rank").dump(), 24) : std::string("missing"),
+                     ", not the ", file_rank, " its name says"),
+              "");
+  PLAIT_CHECK(j.contains("groups") && j.at("groups").is_object(), "its \"groups\" is not an object of groups", "");
+  PLAIT_CHECK(j.contains("ops") && j.at("ops").is_array(), "its \"ops\" is not a list of operations", "");
+  for (const auto& o : j.at("ops")) {
+    PLAIT_CHECK(o.is_object() && o.contains("group") && o.at("group").is_string() &&
+                    j.at("groups").contains(o.at("group").get<std::string>()),
+                concat("an operation names a group its \"groups\" lack (", abbreviate(o.dump(), 60), ")"), "");
+  }
+}
 
 RankFlightRecord parse_record(const nlohmann::json& j) {
   RankFlightRecord r;
@@ -419,9 +437,14 @@ FlightRecords read_flight_folder(const std::string& flight_folder) {
     const std::string file = entry.path().filename().string();
     if (!std::regex_match(file, name)) continue;
     try {
+      PLAIT_CHECK(entry.is_regular_file(ec), "it is a folder, not a file", "");
       std::ifstream in(entry.path());
-      RankFlightRecord r = parse_record(nlohmann::json::parse(in));
+      const nlohmann::json j = nlohmann::json::parse(in);
+      check_record_shape(j, std::stoi(file.substr(5)));
+      RankFlightRecord r = parse_record(j);
       records.ranks[r.rank] = std::move(r);
+    } catch (const Error& e) {
+      records.unreadable.push_back(concat(file, ": not a flight record (", e.what(), ")"));
     } catch (const std::exception& e) {
       records.unreadable.push_back(concat(file, ": not a flight record (", json_problem(e), ")"));
     }

@@ -56,6 +56,9 @@ std::string job_token_from_env() {
   PLAIT_CHECK(::stat(file, &st) == 0, concat("PLAIT_JOB_TOKEN_FILE=", file, ": no such file"),
               "write the job's token into it (e.g. openssl rand -hex 16 > FILE; chmod 600 FILE)");
   char mode[8];
+  PLAIT_CHECK(S_ISREG(st.st_mode), concat("PLAIT_JOB_TOKEN_FILE=", file, ": ", S_ISDIR(st.st_mode) ? "a folder" : "not a regular file",
+                                         ", not the job's token file"),
+              "point it at a file (mode 600) whose first line is the job's token");
   std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
   PLAIT_CHECK((st.st_mode & (S_IRWXG | S_IRWXO)) == 0,
               concat("PLAIT_JOB_TOKEN_FILE=", file, " can be read or written by others (mode ", mode,

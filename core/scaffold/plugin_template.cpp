@@ -53,8 +53,11 @@ const TemplateInfo& template_for(const NewPlugin& r) {
   const std::string key = r.from.empty() ? r.kind : concat(r.kind, " --from ", r.from);
   const auto it = templates().find(key);
   if (it != templates().end()) return it->second;
-  PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from ", r.from, " makes a data plugin, not ", plugin_of_kind(r.kind)),
-              r.from == "sharding" ? "use --kind data --from sharding" : "--from takes sharding");
+  PLAIT_CHECK(r.from.empty() || r.from == "sharding",
+              concat("plait new plugin: --from ", r.from, ": no such template (--from takes sharding)"),
+              "leave --from out, or give --kind data --from sharding");
+  PLAIT_CHECK(r.from.empty(), concat("plait new plugin: --from sharding makes a data plugin, not ", plugin_of_kind(r.kind)),
+              "use --kind data --from sharding");
   throw Error(concat("plait new plugin: --kind ", r.kind, " has no template"),
               "--kind takes data, pipeline, tensor, offload, comm or adapter (and data --from sharding)");
 }

@@ -31,6 +31,9 @@ inline std::string json_fault(const std::string& what) {
     return concat(a(m[2].str()), " stands where ", a(m[1].str()), " belongs");
   }
   if (std::regex_search(what, m, std::regex(R"(key '([^']*)' not found)"))) return concat("it lacks the key '", m[1].str(), "'");
+  if (std::regex_search(what, m, std::regex(R"(cannot use [\w\[\]]+\(?\)? with (\w+))"))) {
+    return concat("it holds ", m[1].str(), " where an object or a list belongs");
+  }
   if (what.find("invalid UTF-8") != std::string::npos) return "it holds bytes that are not UTF-8 text";
   std::string rest = what;
   if (rest.rfind("[json.exception.", 0) == 0) rest = rest.substr(rest.find("] ") + 2);

@@ -295,12 +295,21 @@ def main():
     c.signalled("SIGINT (Ctrl-C) mid-run", ["--tokenizer", bpe, "--out", target] + [big] * 100, signal.SIGINT, out)
     c.signalled("SIGTERM mid-run", ["--tokenizer", bpe, "--out", target] + [big] * 100, signal.SIGTERM, out)
 
+    unheard = write_lines(inp / "no_assistant.jsonl", [json.dumps({"messages": [{"role": "user", "content": "hello"}]})])
+    c.refused("no token counted in the loss", ["--tokenizer", bpe, "--chat-template", template, "--out", target,
+                                               unheard], [f"{unheard}: none of the", "counted in the loss", "--count all"])
+
     # An existing output.
     target.write_bytes(b"an earlier file")
     c.refused("an existing --out without --force", ["--tokenizer", bpe, "--out", target, good],
               [f"--out {target}: exists; give --force to replace it"])
     c.refused("--out one of the inputs, --force", ["--tokenizer", bpe, "--out", good, "--force", good],
-              [f"--out {good}: is the input {good}"])
+              [f"--out {good}: is {good}, which this run reads"])
+    for read in (bpe / "tokenizer.json", bpe / "tokenizer_config.json"):
+        c.refused(f"--out the tokenizer's {read.name}, --force", ["--tokenizer", bpe, "--out", read, "--force", good],
+                  [f"--out {read}: is {read}, which this run reads"])
+    c.refused("--out the chat template, --force", ["--tokenizer", bpe, "--chat-template", template, "--out", template,
+                                                   "--force", good], [f"--out {template}: is {template}, which this run reads"])
     before = snapshot(work)
     r = subprocess.run(tool("--tokenizer", bpe, "--out", target, "--force", "--quiet", good), capture_output=True,
                        text=True)

@@ -147,6 +147,7 @@ TEST_CASE("a fault that gives a key twice is refused, not read with one of them"
   CHECK_THAT(refusal({"kill rank=1 rank=2 step=3"}),
              Contains("run.toml:7: fault 'kill rank=1 rank=2 step=3': rank= is given twice"));
   CHECK_THAT(refusal({"slow rank=1 ms=5 ms=50"}), Contains("ms= is given twice"));
+  CHECK_THAT(refusal({"slow rank=1 ms=1e300"}), Contains("run.toml:7: fault 'slow rank=1 ms=1e300': ms=1e300 is more than an hour a step"));
 }
 
 TEST_CASE("PLAIT_FAULTS adds faults, separated by semicolons, named as such in their errors", "[debug]") {

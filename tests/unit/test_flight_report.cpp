@@ -5,6 +5,7 @@
 
 #include "debug/flight_report.hpp"
 #include "distributed/supervisor.hpp"
+#include "support/test_support.hpp"
 
 using namespace plait;
 using Catch::Matchers::Contains;
@@ -259,4 +260,41 @@ TEST_CASE("a rank whose error says only that a peer's connection went away is ta
   CHECK(says_peer_lost("recv failed: write: Broken pipe"));
   CHECK_FALSE(says_peer_lost("rank 1's communicator for group dp.0 was torn down ([debug] faults abort)"));
   CHECK_FALSE(says_peer_lost("all_reduce #12 on group dp.0 timed out after 3 s"));
+}
+
+// A record damaged on disk (by hand, a full disk, another tool) is named with what is wrong
+// in plait's words, and the others are still read.
+TEST_CASE("a damaged flight record is named with what is wrong with it, never with the JSON library's text", "[debug]") {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const fs::path flight = dir / "flight";
+  fs::create_directories(flight / "rank-1.json");  // a folder
+  const std::string good_ops = R"("ops": [{"seq": 1, "group": "dp.0", "op": "all_reduce", "state": "completed"}])";
+  const std::map<int, std::string> records = {
+      {0, R"({"rank": 0, "groups": {"dp.0": {"ranks": [0, 2]}}, )" + good_ops + "}"},
+      {2, R"({"rank": 2, "groups": null, )" + good_ops + "}"},
+      {3, R"("hello")"},
+      {4, R"({"rank": 1e30, "groups": {}, "ops": []})"},
+      {5, R"({"rank": 5, "groups": {"dp.0": {"ranks": [0, 2]}}, "ops": [{"seq": 1, "group": "tp.9", "op": "x", "state": "completed"}]})"},
+      {6, R"({"rank": 7, "groups": {}, "ops": []})"},
+      {7, R"({"rank": 7, "groups": {}, "ops": {"seq": 1}})"},
+  };
+  for (const auto& [rank, text] : records) test::write_file(flight / concat("rank-", rank, ".json"), text);
+  const FlightRecords read = read_flight_records(dir.path().string());
+  CHECK(read.ranks.size() == 1);
+  CHECK(read.ranks.count(0) == 1);
+  std::string all;
+  for (const auto& u : read.unreadable) all += u + "\n";
+  INFO(all);
+  CHECK(read.unreadable.size() == 7);
+  CHECK_THAT(all, Contains("rank-1.json: not a flight record (it is a folder, not a file)"));
+  CHECK_THAT(all, Contains("rank-2.json: not a flight record (its \"groups\" is not an object of groups)"));
+  CHECK_THAT(all, Contains("rank-3.json: not a flight record (it holds string, not a record)"));
+  CHECK_THAT(all, Contains("rank-4.json: not a flight record (its rank is 1e+30, not the 4 its name says)"));
+  CHECK_THAT(all, Contains("rank-5.json: not a flight record (an operation names a group its \"groups\" lack"));
+  CHECK_THAT(all, Contains("rank-6.json: not a flight record (its rank is 7, not the 6 its name says)"));
+  CHECK_THAT(all, Contains("rank-7.json: not a flight record (its \"ops\" is not a list of operations)"));
+  CHECK_THAT(all, !Contains("json.exception") && !Contains("cannot use") && !Contains("basic_filebuf"));
+  const FlightFindings findings = analyse_flight(read, 8);
+  CHECK(findings.silent.size() == 7);
 }

@@ -155,6 +155,21 @@ TEST_CASE("a job token file others can read is refused, two launchers sharing a 
                                           " can be read or written by others (mode 644): a job token must be secret")) &&
                               Contains(concat("chmod 600 ", open_file.string())));
   CHECK_FALSE(fs::exists(dir / "open"));
+  // A folder for the file is named as one, whatever its mode.
+  fs::create_directories(dir / "token-folder");
+  fs::permissions(dir / "token-folder", fs::perms::owner_all);
+  const ProcessResult folder = run_plait({"run", source_path("configs/quickstart.toml"), "--steps", "2", "--out",
+                                          (dir / "in-folder").string()},
+                                         {{"PLAIT_JOB_TOKEN_FILE", (dir / "token-folder").string()}});
+  CHECK(folder.exit_code != 0);
+  CHECK_THAT(folder.output, Contains(concat("PLAIT_JOB_TOKEN_FILE=", (dir / "token-folder").string(),
+                                            ": a folder, not the job's token file")));
+  CHECK_FALSE(fs::exists(dir / "in-folder"));
+  // plait config validate checks the token file as plait run would.
+  const ProcessResult validate = run_plait({"config", "validate", source_path("configs/quickstart.toml")},
+                                           {{"PLAIT_JOB_TOKEN_FILE", open_file.string()}});
+  CHECK(validate.exit_code != 0);
+  CHECK_THAT(validate.output, Contains("can be read or written by others (mode 644)"));
 
   const fs::path shared = token_file(dir / "token", token, 0600);
   const fs::path other = token_file(dir / "other-token", new_job_token(), 0600);

@@ -68,6 +68,8 @@ TEST_CASE("plait new plugin refuses a bad name, a kind without a template, a wro
   refused({"none", "--kind", "data", "--dir", (dir / "a").string()}, "'none' is not a plugin name");
   refused({"x", "--kind", "pipeline", "--from", "sharding", "--dir", (dir / "a").string()},
           "--from sharding makes a data plugin, not a pipeline plugin");
+  refused({"x", "--kind", "data", "--from", "nosuch", "--dir", (dir / "a").string()},
+          "error: plait new plugin: --from nosuch: no such template (--from takes sharding)");
   refused({"x", "--kind", "gpu", "--dir", (dir / "a").string()},
           "error: plait new plugin: --kind gpu has no template\n  hint: --kind takes data, pipeline, tensor, offload, comm or adapter");
   CHECK_FALSE(fs::exists(dir / "a"));

@@ -232,6 +232,11 @@ TEST_CASE("refused before anything starts: numbers that make no sense or cannot 
       // max_restarts has one range however it is given: the --max-restarts flag's.
       {.name = "max_restarts past the flag's cap, by --set", .args = {"--set", "distributed.max_restarts=1001"},
        .place = "--set distributed.max_restarts=1001: [distributed].max_restarts: 1001 is above the maximum 1000"},
+      {.name = "a flight recorder too large to allocate", .args = {"--set", "distributed.flight_recorder_ops=100000000000"},
+       .place = "--set distributed.flight_recorder_ops=100000000000: [distributed].flight_recorder_ops: 100000000000 is "
+                "above the maximum 1048576"},
+      {.name = "a slow rank slower than an hour a step", .args = {"--set", "debug.slow_ms=1e300"},
+       .place = "--set debug.slow_ms=1e300: [debug].slow_ms: 1e+300 is above the maximum"},
       {.name = "max_restarts past the flag's cap, in the config", .config = "[distributed]\nmax_restarts = 1000000\n",
        .place = kRun + ":2:1: [distributed].max_restarts: 1000000 is above the maximum 1000"},
       {.name = "--max-restarts past its cap", .args = {"--max-restarts", "1001"},
