@@ -217,14 +217,24 @@ void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, i
     std::printf("\n%3s %12s %6s %9s %10s %13s %8s  %s\n", "#", "tokens/s/GPU", "MFU", "step (s)", "memory",
                 "dp x pp x tp", "mb x m", "plugins");
   }
+  // Plans the model cannot tell apart (the same step time and memory) share a rank: an order
+  // among them would be the search's, not a prediction.
+  std::size_t shown_rank = 0;
+  bool tied = false;
   for (std::size_t i = 0; i < r.fitting.size() && static_cast<int64_t>(i) < top; ++i) {
     const ConfigPrediction& p = *r.fitting[i].prediction;
     const PlanCandidate& c = r.fitting[i].candidate;
-    std::printf("%3zu %12.1f %5.1f%% %9.3f %10s %13s %8s  %s\n", i + 1, p.tokens_per_s_per_gpu, 100.0 * p.mfu,
+    const bool ties_previous = i > 0 && p.phases.total() == r.fitting[i - 1].prediction->phases.total() &&
+                               p.ranks[p.busiest].device() ==
+                                   r.fitting[i - 1].prediction->ranks[r.fitting[i - 1].prediction->busiest].device();
+    if (!ties_previous) shown_rank = i + 1;
+    tied = tied || ties_previous;
+    std::printf("%3zu %12.1f %5.1f%% %9.3f %10s %13s %8s  %s\n", shown_rank, p.tokens_per_s_per_gpu, 100.0 * p.mfu,
                 p.phases.total(), human_bytes(p.ranks[p.busiest].device()).c_str(),
                 concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(), concat(c.micro_batch, " x ", c.grad_accum).c_str(),
                 c.plugins.c_str());
   }
+  if (tied) std::printf("(plans of one rank have the same predicted step time and memory: the model cannot order them)\n");
   if (!r.fitting.empty()) {
     std::printf("\nthe best, phase by phase:\n");
     print_prediction(*r.fitting.front().prediction, hw, "plan 1");

@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/toml_problem.hpp"
 #include "run/run_status.hpp"
 #include "util/json_problem.hpp"
 
@@ -47,7 +48,7 @@ void read_lock(RunRecord& run, const fs::path& file) {
   try {
     lock = toml::parse_file(file.string());
   } catch (const toml::parse_error& e) {
-    throw Error(concat(file.string(), ":", e.source().begin.line, ": not a lock file plait can read: ", e.description()),
+    throw Error(concat(file.string(), ":", e.source().begin.line, ": not a lock file plait can read (", toml_problem(std::string(e.description())), ")"),
                 "compare reads the config.lock.toml that plait run writes into the run folder");
   }
   const std::vector<std::string> lines = lines_of(file);

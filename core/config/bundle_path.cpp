@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "plait/sdk/error.hpp"
+#include "util/toml_problem.hpp"
 #include "util/search_path.hpp"
 
 namespace plait {
@@ -83,7 +84,8 @@ std::vector<BundleInfo> list_bundles(const std::vector<BundleDir>& dirs) {
           }
         }
       } catch (const toml::parse_error& e) {
-        b.description = concat("(invalid TOML at line ", e.source().begin.line, ": ", e.description(), ")");
+        b.description = concat("(invalid TOML at line ", e.source().begin.line, ", in ",
+                               toml_problem(std::string(e.description())), ")");
       }
       out.push_back(std::move(b));
     }

@@ -9,6 +9,7 @@
 
 #include "config/bundle_path.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/toml_problem.hpp"
 #include "util/others_can_write.hpp"
 #include "util/abbreviate.hpp"
 
@@ -51,19 +52,15 @@ std::string display_path(const fs::path& p) {
 // toml++'s sentence quotes what it found ("saw 'h'"): from a file reached through extends,
 // which may be any file at all (a path is followed wherever it leads), that is the file's
 // content, and it is not echoed.
-std::string without_content(const std::string& description) {
-  static const std::regex quoted(R"((saw|found|got|character|encountered) ('[^']*'|"[^"]*"))");
-  return std::regex_replace(description, quoted, "$1 something else");
-}
-
 toml::table parse_or_throw(const fs::path& path, const std::string& shown, bool reached_by_extends) {
   try {
     return toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     const std::string description(e.description());
-    throw Error(concat(shown, ":", where.line, ":", where.column, reached_by_extends ? ": not a valid TOML file: " : ": invalid TOML: ",
-                       reached_by_extends ? without_content(description) : description),
+    throw Error(concat(shown, ":", where.line, ":", where.column,
+                       reached_by_extends ? ": not a valid TOML file, at " : ": invalid TOML, in ",
+                       toml_problem(description, reached_by_extends)),
                 reached_by_extends ? "extends takes TOML files (bundles); check the path, or fix the syntax at that position"
                                    : "fix the syntax at that position (TOML reference: https://toml.io)");
   }

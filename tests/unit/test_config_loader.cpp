@@ -68,6 +68,26 @@ TEST_CASE("invalid TOML is reported at file:line:column", "[config]") {
   REQUIRE_THROWS_WITH(load_config((dir / "missing.toml").string(), {}), Contains("config file not found"));
 }
 
+TEST_CASE("invalid TOML is described in plait's words, not the TOML library's", "[config]") {
+  TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[model\nfamily = \"gpt2\"\n", "bad.toml:1:7: invalid TOML, in a table header: ']' expected, found the line's end"},
+      {"[model]\nfamily = \"gpt2\"\nfamily = \"x\"\n", "bad.toml:3:10: invalid TOML, in a key-value pair: 'family' is defined twice"},
+      {"[model]\nfamily = \n", "bad.toml:2:10: invalid TOML, in a key-value pair: value expected, found the line's end"},
+      {"[model]\nsize = \"tiny\n", "bad.toml:2:13: invalid TOML, in a string: a string is not closed before the line's end"},
+  };
+  for (const auto& [text, said] : cases) {
+    INFO(text);
+    const auto file = write_file(dir / "bad.toml", text);
+    try {
+      load_config(file.string(), {});
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK_THAT(e.what(), Contains(said) && !Contains("Error while parsing") && !Contains("saw '"));
+    }
+  }
+}
+
 TEST_CASE("nested tables deeper than one level are refused", "[config]") {
   TempDir dir;
   auto file = write_file(dir / "deep.toml", "[model.extra]\nx = 1\n");

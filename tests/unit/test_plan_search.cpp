@@ -241,3 +241,14 @@ TEST_CASE("plait plan --tokens prices the best plan's run, and --scale finds the
   CHECK(bad.exit_code == 1);
   CHECK_THAT(bad.output, Contains("--scale x: expected a whole number"));
 }
+
+TEST_CASE("plait plan: plans with the same predicted step time and memory share a rank, and the table says why",
+          "[plan]") {
+  const ProcessResult r = run_plait({"plan", "--model", "llama-7b", "--gpus", "8"});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  // fsdp shard_size 0 and 8 and zero 3 shard alike at dp 8: one prediction, one rank.
+  CHECK_THAT(r.output, Contains("  1 ") && Contains("fsdp shard_size=0") && Contains("fsdp shard_size=8"));
+  CHECK_THAT(r.output, !Contains("\n  2 "));
+  CHECK_THAT(r.output, Contains("plans of one rank have the same predicted step time and memory"));
+}
