@@ -345,20 +345,42 @@ def chat_pieces(messages, renderer, place):
     return pieces
 
 
+def json_kind(value):
+    """What a JSON value is, as an error names it: "a number (5)", "null", "a list"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "a string"
+
+
 def document(record, place, args, renderer):
     """(pieces, needed): the document's (text, counts) pieces, and (index, name) of the one that must have
     tokens (None: any)."""
     if not isinstance(record, dict):
-        raise InputError(f"{place}: a line is a JSON object")
+        raise InputError(f"{place}: {json_kind(record)}, not a JSON object (a line is one record)")
+    kinds = [k for k in (("text",), ("prompt", "response"), ("messages",)) if any(key in record for key in k)]
+    if len(kinds) > 1:
+        raise InputError(f"{place}: a record has one of \"text\", \"prompt\"/\"response\" or \"messages\"; this one "
+                         f"has {' and '.join('/'.join(k) for k in kinds)}, and would be read as one of them")
     if "text" in record:
         if not isinstance(record["text"], str):
-            raise InputError(f"{place}: text is a string")
+            raise InputError(f"{place}: text is {json_kind(record['text'])}, not a string")
         if not record["text"]:
             raise Empty(f"{place}: the text is empty")
         return [(record["text"], True)], (0, "the text")
     if "prompt" in record or "response" in record:
-        if not isinstance(record.get("prompt"), str) or not isinstance(record.get("response"), str):
-            raise InputError(f"{place}: a prompt/response record has both, as strings")
+        for key in ("prompt", "response"):
+            if key not in record:
+                raise InputError(f"{place}: a prompt/response record has both; this one has no {key}")
+            if not isinstance(record[key], str):
+                raise InputError(f"{place}: {key} is {json_kind(record[key])}, not a string")
         if not record["response"]:
             raise Empty(f"{place}: the response is empty")
         return [(record["prompt"], args.count == "all"), (record["response"], True)], (1, "the response")
@@ -659,6 +681,8 @@ def prepare(args, output):
     if args.chat_template:
         source = f"--chat-template {args.chat_template}"
         template = read_text(args.chat_template, source)
+        if not template.strip():
+            raise InputError(f"{source}: the file is empty; give a chat template (Jinja)")
     renderer = ChatRenderer(template, tokenizer, source) if template else None
     if renderer and args.chat_template:
         renderer.compile()

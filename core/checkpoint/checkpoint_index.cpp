@@ -7,6 +7,7 @@
 #include "io/safetensors_header.hpp"
 #include "model/hf_format.hpp"
 #include "plait/sdk/error.hpp"
+#include "util/abbreviate.hpp"
 #include "util/json_problem.hpp"
 
 namespace plait::checkpoint {
@@ -112,13 +113,30 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
               "load it with the plait that wrote it, or export its weights there");
   CheckpointIndex index;
   const char* key = "";
+  // The library converts 1e300 or 2^64-1 to an int64_t without a word: a count is whole
+  // and fits, or the index is damaged.
+  auto whole = [&](const nlohmann::json& v) -> int64_t {
+    const bool fits = v.is_number_integer() &&
+                      (!v.is_number_unsigned() || v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX));
+    PLAIT_CHECK(fits, concat(where, ": the checkpoint index is damaged: its \"", key, "\" holds ",
+                             abbreviate(v.dump(), 30), " where a whole number belongs"), fix);
+    return v.get<int64_t>();
+  };
   try {
     index.plait_version = field(key = "plait_version").get<std::string>();
     index.libtorch_version = field(key = "libtorch_version").get<std::string>();
-    index.step = field(key = "step").get<int64_t>();
-    index.tokens = field(key = "tokens").get<int64_t>();
-    index.samples = field(key = "samples").get<int64_t>();
-    index.mesh = field(key = "mesh").get<std::map<std::string, int64_t>>();
+    index.step = whole(field(key = "step"));
+    index.tokens = whole(field(key = "tokens"));
+    index.samples = whole(field(key = "samples"));
+    PLAIT_CHECK(field(key = "mesh").is_object(),
+                concat(where, ": the checkpoint index is damaged: its \"mesh\": ", field("mesh").is_array() ? "an array" : "a value",
+                       " stands where an object belongs"),
+                fix);
+    for (const auto& [axis, degree] : field(key = "mesh").items()) {
+      index.mesh[axis] = whole(degree);
+      PLAIT_CHECK(index.mesh[axis] >= 1, concat(where, ": the checkpoint index is damaged: its mesh says ", axis, " ",
+                                                index.mesh[axis], ", and a degree is 1 or more"), fix);
+    }
     index.plugins = field(key = "plugins").get<std::map<std::string, std::string>>();
     index.state = field(key = "state");
     for (const auto& [name, f] : field(key = "files").items()) {
@@ -143,6 +161,15 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
                 "the checkpoint is damaged");
   }
   for (const auto& [name, t] : index.tensors) {
+    // Past 2^50 elements (a petabyte of parameters) a shape is damage, and its product would overflow.
+    constexpr int64_t kMostElements = int64_t{1} << 50;
+    int64_t elements = 1;
+    for (const int64_t d : t.shape) {
+      PLAIT_CHECK(d >= 0 && (d == 0 || elements <= kMostElements / d),
+                  concat(where, ": tensor ", name, " has a shape no tensor can have (a size of ", d, ")"),
+                  "the checkpoint is damaged");
+      elements *= d;
+    }
     PLAIT_CHECK(safetensors_dtype_bytes(t.dtype) > 0, concat(where, ": tensor ", name, " has dtype '", t.dtype,
                                                              "', which no safetensors file holds"),
                 "the checkpoint is damaged");

@@ -186,7 +186,20 @@ def main():
               [f"{bad}:3: not JSON this tool can read ("])
     bad = write_lines(inp / "list.jsonl", [text, "", "[1, 2]"])
     c.refused("a JSON line that is no object", ["--tokenizer", bpe, "--out", target, bad],
-              [f"{bad}:3: a line is a JSON object"])
+              [f"{bad}:3: a list, not a JSON object (a line is one record)"])
+    for label, record, says in (
+            ("a text that is a number", {"text": 5}, "text is a number (5), not a string"),
+            ("a text that is null", {"text": None}, "text is null, not a string"),
+            ("a prompt without its response", {"prompt": "hello"}, "a prompt/response record has both; this one has no response"),
+            ("a response that is a list", {"prompt": "p", "response": ["r"]}, "response is a list, not a string"),
+            ("a record with a text and a prompt/response", {"text": "a", "prompt": "p", "response": "r"},
+             "this one has text and prompt/response, and would be read as one of them")):
+        bad = write_lines(inp / "typed.jsonl", [text, json.dumps(record)])
+        c.refused(label, ["--tokenizer", bpe, "--out", target, bad], [f"{bad}:2: ", says])
+    empty_template = inp / "empty.jinja"
+    empty_template.write_text("")
+    c.refused("an empty chat template file", ["--tokenizer", bpe, "--chat-template", empty_template, "--out", target,
+                                              good], [f"--chat-template {empty_template}: the file is empty"])
     bad = write_lines(inp / "surrogate.jsonl", [text, r'{"text": "half \ud800 a pair"}'])
     c.refused("a text with half a surrogate pair", ["--tokenizer", bpe, "--out", target, bad],
               [f"{bad}:2:", "\\ud800", "surrogate"])

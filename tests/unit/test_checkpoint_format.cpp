@@ -208,12 +208,24 @@ TEST_CASE("refused: an index whose state resume cannot read, a folder named for 
   // A value of the wrong type, a key missing, an index that is no JSON: plait's sentence, the
   // file and the key named, never the JSON library's.
   const auto damaged = [&](const std::string& says) {
+    INFO(says);
     CHECK_THROWS_WITH(read_index(s.folder), Contains((s.folder / "index.json").string()) && Contains(says) &&
                                                 !Contains("json.exception") && !Contains("type must be") &&
                                                 !Contains("syntax error"));
   };
   with([](nlohmann::json& j) { j["step"] = "four"; });
-  damaged("the checkpoint index is damaged: its \"step\": a string stands where a number belongs");
+  damaged("the checkpoint index is damaged: its \"step\" holds \"four\" where a whole number belongs");
+  // Numbers the JSON library would convert without a word: past int64, or not whole.
+  with([](nlohmann::json& j) { j["step"] = 1e300; });
+  damaged("the checkpoint index is damaged: its \"step\" holds 1e+300 where a whole number belongs");
+  with([](nlohmann::json& j) { j["tokens"] = UINT64_MAX; });
+  damaged("the checkpoint index is damaged: its \"tokens\" holds 18446744073709551615 where a whole number belongs");
+  with([](nlohmann::json& j) { j["mesh"]["dp"] = 0; });
+  damaged("the checkpoint index is damaged: its mesh says dp 0, and a degree is 1 or more");
+  with([](nlohmann::json& j) {
+    j["tensors"]["zero.w"]["shape"] = nlohmann::json::array({int64_t{1} << 62, int64_t{1} << 62});
+  });
+  CHECK_THROWS_WITH(read_index(s.folder), Contains("tensor zero.w has a shape no tensor can have (a size of 4611686018427387904)"));
   with([](nlohmann::json& j) { j["mesh"] = nlohmann::json::array({1, 2}); });
   damaged("the checkpoint index is damaged: its \"mesh\": an array stands where an object belongs");
   with([](nlohmann::json& j) { j.erase("plugins"); });

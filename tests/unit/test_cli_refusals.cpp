@@ -183,7 +183,7 @@ TEST_CASE("a damaged checkpoint index is refused in plain words, never the JSON 
   nlohmann::json wrong_type = nlohmann::json::parse(good);
   wrong_type["tokens"] = "many";
   CHECK_THAT(resume_says(wrong_type.dump()),
-             Contains("index.json: the checkpoint index is damaged: its \"tokens\": a string stands where a number belongs"));
+             Contains("index.json: the checkpoint index is damaged: its \"tokens\" holds \"many\" where a whole number belongs"));
   fs::remove(index);
   fs::create_directory(index);
   const ProcessResult folder = run_plait({"checkpoint", "inspect", (run / "checkpoints" / "step-2").string()});

@@ -319,7 +319,7 @@ TEST_CASE("refused: plait checkpoint verify, inspect and diff of damaged checkpo
        .place = "{dir}/ck/index.json: the checkpoint index is damaged: its \"state\": it lacks the key 'global_batch'",
        .prepare = index_edited([](nlohmann::json& j) { j["state"].erase("global_batch"); })},
       {.name = "an index whose token count is a word", .args = {"checkpoint", "verify", "{dir}/ck"},
-       .place = "{dir}/ck/index.json: the checkpoint index is damaged: its \"tokens\": a string stands where a number belongs",
+       .place = "{dir}/ck/index.json: the checkpoint index is damaged: its \"tokens\" holds \"many\" where a whole number belongs",
        .prepare = index_edited([](nlohmann::json& j) { j["tokens"] = "many"; })},
       {.name = "an index whose format version is a word", .args = {"checkpoint", "inspect", "{dir}/ck"},
        .place = "{dir}/ck/index.json: the checkpoint index is damaged: its \"format_version\" is not a whole number",
