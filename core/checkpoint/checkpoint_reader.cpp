@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 
 #include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/element_runs.hpp"
+#include "io/safetensors_header.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait::checkpoint {
@@ -50,6 +52,24 @@ void CheckpointReader::verify() const {
     PLAIT_CHECK(sum == entry.xxh3,
                 concat("checkpoint file ", path.string(), " fails its checksum (xxh3 ", sum, ", index ", entry.xxh3, ")"),
                 "the file is damaged; resume from another checkpoint");
+  }
+  // What a resume reads: every part's key in its file, holding its elements. A checkpoint
+  // verify passes is one a resume takes.
+  std::map<std::string, std::map<std::string, StoredTensor>> headers;
+  for (const auto& [name, entry] : index_.tensors) {
+    const int64_t esize = safetensors_dtype_bytes(entry.dtype);
+    for (const TensorPart& part : entry.parts) {
+      if (!headers.count(part.file)) headers[part.file] = read_safetensors_header((folder_ / part.file).string());
+      const auto& tensors = headers[part.file];
+      const auto it = tensors.find(part.key);
+      const std::string where = (folder_ / part.file).string();
+      PLAIT_CHECK(it != tensors.end(), concat(where, " has no tensor '", part.key, "' (a part of ", name, ")"),
+                  "the checkpoint is damaged; resume from another");
+      PLAIT_CHECK(it->second.end - it->second.begin == part.numel() * esize,
+                  concat(where, ": part '", part.key, "' of ", name, " has ", it->second.end - it->second.begin,
+                         " bytes for ", part.numel(), " elements of ", entry.dtype),
+                  "the checkpoint is damaged; resume from another");
+    }
   }
 }
 
