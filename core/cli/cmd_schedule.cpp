@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "pipeline/chrome_trace.hpp"
+#include "util/writable_folder.hpp"
 #include "pipeline/schedule_plan.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/prepare.hpp"
@@ -33,6 +34,7 @@ void write_trace(const SchedulePlan& plan, const std::string& path) {
 int schedule_show(const ScheduleArgs& args) {
   const PreparedRun prep = prepare_run(args.config, args.sets);
   log_config_notes(prep);
+  if (!args.trace.empty()) check_file_writable(args.trace, "--trace");  // before the schedule is printed
   const SchedulePlan& plan = prep.pipeline.schedule;
   const ScheduleSpec& spec = plan.spec;
   std::printf("schedule %s: pp %lld, %lld virtual stage%s per rank, %lld microbatches (train.grad_accum)\n",

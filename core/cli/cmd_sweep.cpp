@@ -1,5 +1,6 @@
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -121,6 +122,19 @@ int sweep(const SweepArgs& args) {
   PLAIT_CHECK(!variations.empty(), "plait sweep needs at least one --vary KEY=V1,V2,...",
               "for example --vary parallel.data=ddp,zero,fsdp");
   check_variations(args, variations);
+  // A --set of a varied key would be overridden in every run, silently.
+  for (const auto& v : variations) {
+    for (const auto& set : args.sets) {
+      std::string key = set.substr(0, set.find('='));
+      key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
+      PLAIT_CHECK(key != v.key,
+                  concat("--vary ", v.key, " and --set ", set, " both set ", v.key, ": every run would take the --vary value"),
+                  concat("drop the --set, or give its value among --vary ", v.key, "'s"));
+    }
+  }
+  PLAIT_CHECK(sweep::combinations(variations).size() >= 2,
+              concat("--vary ", args.vary.front(), " gives one combination: a sweep compares two or more"),
+              "give a --vary key two or more values (plait run runs one configuration)");
   // --out, or runs/sweep-<config>-<time>.
   const fs::path folder = args.out ? fs::path(*args.out) : [&] {
     const fs::path run = choose_run_folder("", args.config);
@@ -141,6 +155,10 @@ int sweep(const SweepArgs& args) {
               concat("every one of the sweep's ", outcomes.size(), " combinations was refused before launch (the reasons "
                      "are above): nothing would run"),
               "fix the config or the --vary values; plait config validate CONFIG --set KEY=VALUE checks one combination");
+  PLAIT_CHECK(kept.size() >= 2,
+              concat("only ", kept[0].name, " of the sweep's ", outcomes.size(),
+                     " combinations is valid (the reasons are above): one run compares with nothing"),
+              "fix the config or the --vary values; plait run runs one configuration");
   const auto order = sweep::run_order(kept, args.repeats);
   std::cout << "sweep: " << outcomes.size() << " combinations, " << kept.size() << " valid, " << order.size()
             << " runs into " << folder.string() << "\n";

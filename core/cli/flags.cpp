@@ -48,10 +48,24 @@ std::vector<int64_t> integer_list_flag(const std::string& flag, const std::optio
   std::size_t from = 0;
   while (from <= text->size()) {
     const std::size_t comma = std::min(text->find(',', from), text->size());
-    out.push_back(*integer_flag(flag, text->substr(from, comma - from), min, max));
+    const std::string item = text->substr(from, comma - from);
+    PLAIT_CHECK(!item.empty(), concat(flag, " ", abbreviate(*text, 40), ": an empty item (two commas, or one at an end)"),
+                concat(flag, " takes whole numbers separated by commas", example_of(flag)));
+    const int64_t value = *integer_flag(flag, item, min, max);
+    PLAIT_CHECK(std::find(out.begin(), out.end(), value) == out.end(),
+                concat(flag, " ", abbreviate(*text, 40), ": ", value, " is given twice"), "give each value once");
+    out.push_back(value);
     from = comma + 1;
   }
   return out;
+}
+
+std::optional<double> fraction_flag(const std::string& flag, const std::optional<std::string>& text) {
+  const std::optional<double> value = positive_number_flag(flag, text);
+  PLAIT_CHECK(!value || *value < 1.0,
+              concat(flag, " ", abbreviate(*text, 40), ": a relative difference of 1 or more lets anything pass"),
+              concat(flag, " takes a fraction below 1", example_of(flag)));
+  return value;
 }
 
 std::optional<double> positive_number_flag(const std::string& flag, const std::optional<std::string>& text) {

@@ -25,6 +25,8 @@ std::vector<int64_t> integer_list_flag(const std::string& flag, const std::optio
 // A finite number above 0; nothing when the flag was absent. The hint gives an example
 // of the flag's own scale (--tolerance 1e-5, --shard-mb 5000).
 std::optional<double> positive_number_flag(const std::string& flag, const std::optional<std::string>& text);
+// A fraction above 0 and below 1 (a relative tolerance: at 1 or more it passes anything).
+std::optional<double> fraction_flag(const std::string& flag, const std::optional<std::string>& text);
 
 // "plait checkpoint diff": the subcommand the words chose (the deepest), as typed.
 std::string chosen_command(const CLI::App& app);

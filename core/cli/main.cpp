@@ -276,7 +276,7 @@ int dispatch(CLI::App& app, Commands& c) {
   }
   if (*c.check_cmd) {
     c.check_raw.into(c.check.run);
-    c.check.tolerance = positive_number_flag("--tolerance", c.tolerance);
+    c.check.tolerance = fraction_flag("--tolerance", c.tolerance);
     return check(c.check);
   }
   if (*c.validate_cmd) {
@@ -290,7 +290,7 @@ int dispatch(CLI::App& app, Commands& c) {
   if (*c.verify_cmd) {
     c.verify_args.combos = integer_flag("--combos", c.verify_combos, 0, 100000).value_or(0);
     c.verify_args.seed = static_cast<uint64_t>(integer_flag("--seed", c.verify_seed, 0, int64_t{1} << 53).value_or(1));
-    c.verify_args.loss_gap = positive_number_flag("--loss-gap", c.verify_loss_gap).value_or(c.verify_args.loss_gap);
+    c.verify_args.loss_gap = fraction_flag("--loss-gap", c.verify_loss_gap).value_or(c.verify_args.loss_gap);
     return verify(c.verify_args);
   }
   if (*c.new_plugin_cmd) return new_plugin(c.new_plugin_args);

@@ -3,6 +3,7 @@
 
 #include <torch/headeronly/version.h>
 
+#include "checkpoint/checkpoint_files.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "cli/run_modes.hpp"
 #include "debug/fault_injector.hpp"
@@ -34,7 +35,14 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
                        .log_file = (fs::path(folder) / "run.log").string(),
                        .stderr_is_logged = false,
                        .status_folder = folder,
-                       .launcher_parent = false});
+                       .launcher_parent = false,
+                       .how_to_continue = [root = checkpoint::checkpoint_root(prep.config->table("checkpoint"), folder),
+                                           folder]() -> std::string {
+                         const auto newest = checkpoint::complete_checkpoints(root);
+                         if (newest.empty()) return "; no checkpoint was saved";
+                         return concat("; its newest checkpoint is step ", newest.back().first,
+                                       ": continue with plait run --resume ", folder);
+                       }});
   install_crash_flight_record();  // a crash names the plugin hook it happened in
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
   const std::vector<FaultSpec> injected = configured_faults(prep.config->debug().faults, "[debug] faults");

@@ -46,7 +46,7 @@ MeshShape resolve_mesh(int dp, int pp, int tp, int world_size) {
   MeshShape shape{pp, dp, tp};
   PLAIT_CHECK(world_size == 0 || shape.world() == world_size,
               concat("[parallel] dp ", dp, " x pp ", pp, " x tp ", tp, " = ", shape.world(),
-                     ", but the job has ", world_size, " processes"),
+                     ", but the job has ", world_size, world_size == 1 ? " process" : " processes"),
               "make the degrees multiply to nnodes x nproc_per_node, or use -1 for one of them");
   return shape;
 }

@@ -51,9 +51,12 @@ void check_compatibility(const ResolvedConfig& config, const PluginRegistry& reg
   };
   for (const auto& need : needs) {
     if (need.when && !dp.has_capability(need.capability)) {
-      // Lead with the side the user chose: the data plugin, unless it is the default.
-      throw Error(concat(data->is_default() ? need.place : data->place, ": data plugin '", dp.name,
-                         "' cannot be combined with ", need.what, ": ", dp.lacking(need.capability)),
+      // Lead with the side the user chose: the data plugin, unless it is the default; name
+      // the other side's place too (a --set, a flag) when it is elsewhere.
+      const std::string& lead = data->is_default() ? need.place : data->place;
+      throw Error(concat(lead, ": data plugin '", dp.name, "' cannot be combined with ", need.what,
+                         need.place != lead && !need.place.empty() ? concat(" (", need.place, ")") : std::string(), ": ",
+                         dp.lacking(need.capability)),
                   concat("choose a data plugin with '", need.capability, "' (`plait plugins` lists capabilities)"));
     }
   }

@@ -53,7 +53,14 @@ void watch(StopNotice notice) {
   while (::read(g_pipe[0], &byte, 1) < 0 && errno == EINTR) {
   }
   const int sig = g_signal.load();
-  const std::string line = why(notice, sig, g_sender.load());
+  std::string line = why(notice, sig, g_sender.load());
+  if (notice.how_to_continue) {
+    try {
+      line += notice.how_to_continue();
+    } catch (const std::exception&) {
+      // the stop is the news
+    }
+  }
   const bool launcher_gone = sig == launcher_death_signal() && notice.launcher_parent;
   // plait's launcher writes the rank's log from its stderr; with the launcher gone, the rank writes it.
   if (!notice.log_file.empty() && (launcher_gone || !notice.stderr_is_logged)) {

@@ -7,6 +7,7 @@
 // step, so the launcher's status does not lag behind it).
 // Then it exits with 128 + the signal. A watcher thread does the writing, outside the
 // signal handler.
+#include <functional>
 #include <string>
 
 namespace plait {
@@ -19,6 +20,9 @@ struct StopNotice {
   std::string status_folder;  // the rank keeps status.json here (empty: it does not); under
                               // plait's launcher it writes it only when the launcher died
   bool launcher_parent = false;  // plait's launcher is the parent: its death is a signal too
+  // What follows the stop's sentence for a run that can continue (its newest checkpoint,
+  // and the command that continues it); asked when the stop comes.
+  std::function<std::string()> how_to_continue;
 };
 
 // Once per rank process, as early as the run folder is known.

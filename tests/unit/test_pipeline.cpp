@@ -193,6 +193,17 @@ TEST_CASE("plait schedule show draws each rank and writes a Chrome trace", "[pip
   CHECK(computes == 2 * 2 * 4);  // 2 ranks x (forward + backward) x 4 microbatches
 }
 
+TEST_CASE("plait schedule show refuses a --trace it cannot write before it draws anything", "[pipeline]") {
+  TempDir dir;
+  const ProcessResult r = run_plait({"schedule", "show", source_path("configs/quickstart.toml"), "--set",
+                                     "parallel.pipeline=1f1b", "--set", "parallel.pp=2", "--set", "parallel.dp=1",
+                                     "--trace", dir.path().string()});
+  INFO(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("error: --trace " + dir.path().string() + ": it is a folder, not a file"));
+  CHECK_THAT(r.output, !Contains("rank 0 |"));
+}
+
 TEST_CASE("a pipeline degree without a schedule, or too few blocks, is refused before launch", "[pipeline]") {
   TempDir dir;
   auto run = [&](std::vector<std::string> sets) {

@@ -300,6 +300,11 @@ TEST_CASE("refused before anything starts: model, mesh and plugins that do not f
        .place = kRun + ":2:1: data plugin 'fixture-good' cannot be combined with train.grad_accum = 4",
        .says = "lacks the capability 'grad_accum'",
        .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}}},
+      {.name = "a capability the data plugin lacks, the other side from --set",
+       .config = "[parallel]\ndata = \"fixture-good\"\n", .args = {"--set", "train.grad_accum=4"},
+       .place = kRun + ":2:1: data plugin 'fixture-good' cannot be combined with train.grad_accum = 4 (--set "
+                       "train.grad_accum=4): ",
+       .env = {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}}},
       {.name = "a hybrid shard size that does not divide dp",
        .config = "[parallel]\ndata = \"fsdp\"\ndp = 4\n[fsdp]\nshard_size = 3\n",
        .place = kRun + ":5:1: fsdp: shard_size 3 does not divide the data-parallel degree 4", .says = "[parallel] dp"},
