@@ -704,7 +704,7 @@ def prepare(args, output):
         skipped = f", {empties.count} empty left out" if empties.count else ""
         print_quietly(f"{args.out}: {len(starts)} documents{skipped}, {n} tokens, {counted} counted in the loss; "
                       f"{tokenizer.name}, vocabulary {tokenizer.vocab_size}; "
-                      f"{megabytes:.2f} MB of JSONL in {seconds:.2f} s ({megabytes / seconds:.2f} MB/s)")
+                      f"{megabytes:.3g} MB of JSONL in {seconds:.2g} s ({megabytes / seconds:.3g} MB/s)")
 
 
 def main():

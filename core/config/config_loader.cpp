@@ -102,6 +102,15 @@ std::vector<std::pair<fs::path, Source>> extends_of(const toml::table& root, con
   } else {
     add(*node);
   }
+  // A file listed twice is read once: the second entry would do nothing, silently.
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      PLAIT_CHECK(out[j].first != out[i].first,
+                  concat(out[i].second.describe(), ": extends lists ", out[i].first.filename().string(),
+                         " twice (also at ", out[j].second.describe(), ")"),
+                  "list each bundle or file once");
+    }
+  }
   return out;
 }
 

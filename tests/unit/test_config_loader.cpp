@@ -68,6 +68,14 @@ TEST_CASE("invalid TOML is reported at file:line:column", "[config]") {
   REQUIRE_THROWS_WITH(load_config((dir / "missing.toml").string(), {}), Contains("config file not found"));
 }
 
+TEST_CASE("extends that lists one file twice is refused, naming both places", "[config]") {
+  TempDir dir;
+  write_file(dir / "b.toml", "[train]\nlr = 1e-3\n");
+  const auto file = write_file(dir / "a.toml", "extends = [\"b.toml\", \"./b.toml\"]\n");
+  REQUIRE_THROWS_WITH(load_config(file.string(), {}),
+                      Contains("a.toml:1:") && Contains("extends lists b.toml twice (also at ") && Contains("a.toml:1:"));
+}
+
 TEST_CASE("invalid TOML is described in plait's words, not the TOML library's", "[config]") {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
