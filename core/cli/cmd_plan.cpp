@@ -82,6 +82,11 @@ double checkpoint_bytes(const ModelSpec& model) { return 12.0 * static_cast<doub
 int explain(const PlanArgs& args, const Hardware& hw) {
   PLAIT_CHECK(args.scale.empty(), "--scale belongs to the search (--model), not to --explain",
               "plait plan --model CONFIG --gpus N --scale 8,64,512 searches at each count");
+  // The config says its sequence and batch: a flag for them here would be ignored, silently.
+  PLAIT_CHECK(!args.seq_len && !args.global_batch,
+              concat(args.seq_len ? "--seq-len" : "--global-batch",
+                     " belongs to the search (--model), not to --explain: the config says its own"),
+              "with --explain, --set data.seq_len=N or data.micro_batch_size=N (and train.grad_accum) change them");
   std::optional<MeasuredRun> measured;
   if (!args.against.empty()) measured = read_measured_run(args.against);
   PlanArgs asked = args;

@@ -445,6 +445,8 @@ TEST_CASE("refused: each number flag's hint gives an example of its own", "[refu
        .never_made = {"{dir}/c"}},
       {.name = "verify --loss-gap 1", .args = {"verify", "ddp", "--loss-gap", "1", "--out", "{dir}/v"},
        .place = "--loss-gap 1: a relative difference of 1 or more lets anything pass", .never_made = {"{dir}/v"}},
+      {.name = "plan --explain with --seq-len", .args = {"plan", "--explain", config, "--seq-len", "128"},
+       .place = "--seq-len belongs to the search (--model), not to --explain: the config says its own"},
       {.name = "plan --scale with a count twice", .args = {"plan", "--model", "gpt2-124m", "--gpus", "8", "--scale", "8,8"},
        .place = "--scale 8,8: 8 is given twice"},
       {.name = "plan --scale with an empty item", .args = {"plan", "--model", "gpt2-124m", "--gpus", "8", "--scale", "8,,64"},
