@@ -150,7 +150,8 @@ SearchBase search_base(const PlanArgs& args) {
     base.config = (install_prefix() / "share" / "plait" / "plan" / "pretrain.toml").string();
     base.sets = {"model.family=" + family, "model.size=" + size};
   }
-  if (args.seq_len) base.sets.push_back(concat("data.seq_len=", *args.seq_len));
+  // Named as the user wrote it in what the search says of it (config_loader's value flags).
+  if (args.seq_len) base.sets.push_back(flag_override("--seq-len", std::to_string(*args.seq_len)));
   base.sets.insert(base.sets.end(), args.sets.begin(), args.sets.end());
   return base;
 }

@@ -240,7 +240,8 @@ struct ValueFlag {
 constexpr ValueFlag kValueFlags[] = {{"--steps", "train.steps"},
                                      {"--resume", "checkpoint.resume_from"},
                                      {"--max-restarts", "distributed.max_restarts"},
-                                     {"--allow-batch-change", "checkpoint.allow_batch_change"}};
+                                     {"--allow-batch-change", "checkpoint.allow_batch_change"},
+                                     {"--seq-len", "data.seq_len"}};  // plait plan's
 
 // "--resume=runs/a" -> {"checkpoint.resume_from=runs/a", "--resume runs/a"}; anything else
 // is a --set assignment.
