@@ -134,14 +134,17 @@ TEST_CASE("refused: a combination the data plugin lacks, and dimensions that do 
   auto r = refuse(dir, "[parallel]\ndata = \"fixture-good\"\n[train]\ngrad_accum = 4\n",
                   {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}});
   check_refused(r);
+  // The other side's line is named too.
   CHECK_THAT(r.result.output, Contains("run.toml:2:1: data plugin 'fixture-good' cannot be combined with "
-                                       "train.grad_accum = 4: it lacks the capability 'grad_accum'"));
+                                       "train.grad_accum = 4 (") &&
+                                  Contains("run.toml:4:1): it lacks the capability 'grad_accum'"));
   // Checkpoints need a data plugin that can describe its state (SDK state_parts / load_state).
   auto saves = refuse(dir, "[parallel]\ndata = \"fixture-good\"\n[checkpoint]\nevery = 2\n",
                       {{"PLAIT_PLUGIN_PATH", std::string(PLAIT_FIXTURE_DIR) + "/good"}});
   check_refused(saves);
   CHECK_THAT(saves.result.output, Contains("run.toml:2:1: data plugin 'fixture-good' cannot be combined with "
-                                           "checkpoint.every = 2: it lacks the capability 'checkpoint'"));
+                                           "checkpoint.every = 2 (") &&
+                                      Contains("run.toml:4:1): it lacks the capability 'checkpoint'"));
   auto r2 = refuse(dir, "[model]\nn_embd = 66\n");
   check_refused(r2);
   CHECK_THAT(r2.result.output, Contains("n_embd 66 is not a multiple of n_head 4"));

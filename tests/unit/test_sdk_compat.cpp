@@ -110,6 +110,7 @@ TEST_CASE("a data plugin of 12.0 is refused before launch under train.freeze (12
   INFO(r.output);
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Contains("data plugin 'frozen-replicated' cannot be combined with train.freeze (frozen "
-                                "parameters): it lacks the capability 'frozen'"));
+                                "parameters) (--set train.freeze=") &&
+                           Contains("): it lacks the capability 'frozen'"));
   CHECK(!std::filesystem::exists(dir / "run/metrics.jsonl"));
 }
