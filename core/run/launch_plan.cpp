@@ -34,9 +34,9 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
   plan.nnodes = request.nnodes.value_or(1);
   plan.node_rank = request.node_rank.value_or(0);
   // A restart, and the record of a fault that ended a process, need a launcher above the rank.
-  const bool needs_launcher =
-      prep.config->distributed().max_restarts > 0 ||
-      !configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults")).empty();
+  const std::vector<FaultSpec> faults =
+      configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults"));
+  const bool needs_launcher = prep.config->distributed().max_restarts > 0 || !faults.empty();
   plan.single_process = prep.world_size == 1 && !request.nnodes && !request.node_rank && !request.nproc_per_node &&
                         !needs_launcher;
   PLAIT_CHECK(plan.node_rank < plan.nnodes,
@@ -80,7 +80,7 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
                 concat("trace steps from ", plan.resume_step + 1, " on"));
   }
   // A fault of the first start at a step this run resumes past would never strike.
-  for (const auto& f : configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults"))) {
+  for (const auto& f : faults) {
     const bool at_a_step = f.op == 0 && f.kind != FaultKind::slow;
     PLAIT_CHECK(!at_a_step || f.attempt > 0 || f.step > plan.resume_step,
                 concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", but this run resumes after step ",

@@ -42,6 +42,15 @@ std::string faults(const std::vector<std::string>& specs) {
   return "debug.faults=[" + list + "]";
 }
 
+// The launcher of a run: its rank 0's parent.
+pid_t launcher_of(const fs::path& run) {
+  const int rank0 = nlohmann::json::parse(read_file(run / "ranks.json"))[0].at("pid").get<int>();
+  const std::string proc = read_file(concat("/proc/", rank0, "/status"));
+  const auto at = proc.find("PPid:");
+  REQUIRE(at != std::string::npos);
+  return static_cast<pid_t>(std::stoi(proc.substr(at + 5)));
+}
+
 nlohmann::json restarts_of(const fs::path& run) { return nlohmann::json::parse(read_file(run / "restarts.json")); }
 
 // The final checkpoints hold the same state, bit for bit (plait checkpoint diff), and the
@@ -189,12 +198,7 @@ TEST_CASE("a job out of restarts fails saying so, and a launcher told to stop is
            !(fs::exists(out / "metrics.jsonl") && fs::exists(out / "checkpoints" / "step-2"))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    // The launcher is rank 0's parent.
-    const int rank0 = nlohmann::json::parse(read_file(out / "ranks.json"))[0].at("pid").get<int>();
-    const std::string proc = read_file(concat("/proc/", rank0, "/status"));
-    const auto at = proc.find("PPid:");
-    REQUIRE(at != std::string::npos);
-    ::kill(static_cast<pid_t>(std::stoi(proc.substr(at + 5))), SIGTERM);
+    ::kill(launcher_of(out), SIGTERM);
     const ProcessResult r = job.get();
     INFO(r.output);
     CHECK(r.exit_code == 128 + SIGTERM);
@@ -226,11 +230,7 @@ TEST_CASE("Ctrl-C to node 0's launcher of a two-node job stops both launchers as
     while (std::chrono::steady_clock::now() < give_up && !fs::exists(node0 / "metrics.jsonl")) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    const int rank0 = nlohmann::json::parse(read_file(node0 / "ranks.json"))[0].at("pid").get<int>();
-    const std::string proc = read_file(concat("/proc/", rank0, "/status"));
-    const auto at = proc.find("PPid:");
-    REQUIRE(at != std::string::npos);
-    ::kill(static_cast<pid_t>(std::stoi(proc.substr(at + 5))), SIGINT);
+    ::kill(launcher_of(node0), SIGINT);
     const ProcessResult a = f0.get(), b = f1.get();
     INFO("max_restarts " << restarts << "\n" << a.output << "\n---\n" << b.output);
     CHECK(a.exit_code == 128 + SIGINT);
