@@ -307,6 +307,16 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
   };
+  // What another launcher posted ends this node's ranks: with its signal when it was told to stop.
+  auto stop_because = [&](const std::string& reason, int sig, std::chrono::system_clock::time_point noticed) {
+    if (spec.on_stopping) spec.on_stopping(concat("stopping because ", reason));
+    stop_all(children, spec);
+    finish();
+    JobStopped stopped(Error(concat("stopped because ", reason), sig != 0 ? "" : "see that node's launcher output and rank logs"),
+                       -1, false, sig);
+    stopped.noticed = noticed;
+    throw stopped;
+  };
   auto last_abort_check = std::chrono::steady_clock::now();
   while (true) {
     pump(children, spec.console_rank, 100);
@@ -326,6 +336,11 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
     if (likeliest_origin(children, spec) != nullptr) {
       const auto noticed = std::chrono::system_clock::now();
       const Child& c = *wait_for_origin(children, spec);
+      // Another launcher told to stop posts that before stopping its ranks: a rank here that ended
+      // after is that stop's echo, and this node stops as asked too, not as failed.
+      if (const int sig = spec.abort ? spec.abort->stop_signal() : 0; sig != 0) {
+        stop_because(spec.abort->poll().value_or(concat("another launcher got signal ", sig)), sig, noticed);
+      }
       std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
       if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
       JobStopped stopped = with_lost_node(rank_failure_error(c, spec, pending), spec);
@@ -343,17 +358,8 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       std::optional<std::string> reason = spec.abort->poll();
       if (!reason) reason = spec.abort->lost(std::chrono::milliseconds::max());  // this node's store is gone
       if (reason) {
-        const auto noticed = std::chrono::system_clock::now();
-        if (spec.on_stopping) spec.on_stopping(concat("stopping because ", *reason));
-        stop_all(children, spec);
-        finish();
         // Another launcher told to stop: this node stops as asked too, with that signal.
-        const int sig = spec.abort->stop_signal();
-        JobStopped stopped(Error(concat("stopped because ", *reason),
-                                 sig != 0 ? "" : "see that node's launcher output and rank logs"),
-                           -1, false, sig);
-        stopped.noticed = noticed;
-        throw stopped;
+        stop_because(*reason, spec.abort->stop_signal(), std::chrono::system_clock::now());
       }
     }
     if (spec.on_tick) spec.on_tick();
