@@ -64,7 +64,9 @@ int config_validate_for_machine(const RunArgs& args, const std::string& hardware
   const LoadedConfig loaded = load_config(args.config, args.overrides());
   std::vector<std::string> left;
   const PreparedRun prep =
-      prepare_for_machine(args.config, args.overrides(), gpus ? static_cast<int>(*gpus) : 0, /*scan_data=*/true, &left);
+      prepare_for_machine(args.config, args.overrides(),
+                          gpus ? KnownWorld(static_cast<int>(*gpus), concat("--gpus ", *gpus)) : KnownWorld(),
+                          /*scan_data=*/true, &left);
   log_config_notes(prep);
   check_for_machine(loaded.tree, hw, prep.world_size, gpus.has_value());
   const int64_t nodes = (prep.world_size + hw.gpus_per_node - 1) / hw.gpus_per_node;

@@ -72,7 +72,7 @@ std::vector<std::string> with_gpus(const PlanArgs& args) {
               concat("--gpus ", *args.gpus, ": the config's pp ", pp.value, " x tp ", tp.value, " = ", model_ranks,
                      " does not divide it"),
               concat("give a multiple of ", model_ranks, ", or change parallel.pp or parallel.tp with --set"));
-  sets.push_back(concat("parallel.dp=", *args.gpus / model_ranks));
+  sets.push_back(derived_override(concat("--gpus ", *args.gpus), concat("parallel.dp=", *args.gpus / model_ranks)));
   return sets;
 }
 

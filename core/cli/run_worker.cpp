@@ -143,7 +143,8 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   }
   const std::string who = concat("rank ", worker.rank, " (", worker.started_by, ")");
   // plait's launcher checked everything, data included, before it started this rank.
-  PreparedRun prep = prepare_run(args.config, args.overrides(), worker.world_size, /*scan_data=*/!from_plait);
+  PreparedRun prep = prepare_run(args.config, args.overrides(), {worker.world_size, concat("WORLD_SIZE=", worker.world_size)},
+                                 /*scan_data=*/!from_plait);
   configure_logging("", args.verbose);  // plait's launcher writes this rank's output to its log
   if (!from_plait && worker.rank == 0) log_config_notes(prep);
   const std::vector<int> cores = cores_for(prep, worker.local_world_size, worker.local_rank);

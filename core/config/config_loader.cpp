@@ -246,6 +246,10 @@ constexpr ValueFlag kValueFlags[] = {{"--steps", "train.steps"},
 // "--resume=runs/a" -> {"checkpoint.resume_from=runs/a", "--resume runs/a"}; anything else
 // is a --set assignment.
 std::pair<std::string, std::string> assignment_and_flag(const std::string& override_text) {
+  if (const auto tab = override_text.find('\t'); tab != std::string::npos) {  // derived_override's
+    const std::string assignment = override_text.substr(tab + 1);
+    return {assignment, concat(override_text.substr(0, tab), ", as ", assignment)};
+  }
   const auto eq = override_text.find('=');
   if (override_text.rfind("--", 0) == 0 && eq != std::string::npos) {
     const std::string_view flag(override_text.data(), eq);
@@ -262,6 +266,10 @@ std::pair<std::string, std::string> assignment_and_flag(const std::string& overr
 }  // namespace
 
 std::string flag_override(const std::string& flag, const std::string& value) { return concat(flag, "=", value); }
+
+std::string derived_override(const std::string& flag, const std::string& assignment) {
+  return concat(flag, "\t", assignment);
+}
 
 void apply_override(ConfigTree& tree, const std::string& override_text) {
   const auto [assignment, flag] = assignment_and_flag(override_text);

@@ -29,6 +29,11 @@ std::vector<BundleDir> config_bundle_dirs(const std::filesystem::path& file);
 // name as its source, so an error about it names what the user typed.
 void apply_override(ConfigTree& tree, const std::string& assignment);
 
+// An override a command derives from one of its own flags (plan --explain's --gpus 8 is
+// parallel.dp=4): its value's source is that flag, as flag_override's are.
+// derived_override("--gpus 8", "parallel.dp=4") is named "--gpus 8, as parallel.dp=4".
+std::string derived_override(const std::string& flag, const std::string& assignment);
+
 // The value of an override's text as --set reads it: TOML, or else a bare string; `shown`
 // names the flag in an error (a nested table, a date).
 ConfigValue override_value(const std::string& text, const std::string& shown);

@@ -22,7 +22,7 @@ int MeshShape::size(Axis axis) const {
   return 1;
 }
 
-MeshShape resolve_mesh(int dp, int pp, int tp, int world_size) {
+MeshShape resolve_mesh(int dp, int pp, int tp, int world_size, const std::string& world_from) {
   std::array<int*, 3> degrees = {&pp, &dp, &tp};
   int unknown = 0, known = 1;
   for (int* d : degrees) {
@@ -46,8 +46,9 @@ MeshShape resolve_mesh(int dp, int pp, int tp, int world_size) {
   MeshShape shape{pp, dp, tp};
   PLAIT_CHECK(world_size == 0 || shape.world() == world_size,
               concat("[parallel] dp ", dp, " x pp ", pp, " x tp ", tp, " = ", shape.world(),
-                     ", but the job has ", world_size, world_size == 1 ? " process" : " processes"),
-              "make the degrees multiply to nnodes x nproc_per_node, or use -1 for one of them");
+                     ", but the job has ", world_size, world_size == 1 ? " process" : " processes",
+                     world_from.empty() ? "" : concat(" (", world_from, ")")),
+              concat("make dp x pp x tp = ", world_size, ", or use -1 for one of them"));
   return shape;
 }
 

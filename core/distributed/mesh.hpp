@@ -18,9 +18,18 @@ struct MeshShape {
   int world() const { return pp * dp * tp; }
 };
 
+// The number of processes the command line or the environment gives (0: not known, so
+// the mesh degrees decide it), and what gave it, to name when the degrees disagree.
+struct KnownWorld {
+  int processes = 0;
+  std::string from;  // "--nproc-per-node 3", "WORLD_SIZE=3"
+  KnownWorld(int processes = 0, std::string from = {}) : processes(processes), from(std::move(from)) {}  // NOLINT: a bare count converts
+};
+
 // Degrees as configured ([parallel] dp/pp/tp, -1 at most once meaning "the rest").
 // world_size 0 means "not known yet": then -1 is an error and the product is the world.
-MeshShape resolve_mesh(int dp, int pp, int tp, int world_size);
+// world_from: what said the world size ("--nproc-per-node 3"), named when they disagree.
+MeshShape resolve_mesh(int dp, int pp, int tp, int world_size, const std::string& world_from = "");
 
 struct MeshCoords {
   int pp = 0, dp = 0, tp = 0;

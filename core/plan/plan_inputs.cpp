@@ -38,7 +38,7 @@ std::vector<std::string> local_stand_ins(const std::string& config_path, const s
 
 }  // namespace
 
-PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, int known_world,
+PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, const KnownWorld& known_world,
                                 bool scan_data, std::vector<std::string>* stood_in) {
   const std::vector<std::string> local = local_stand_ins(config_path, sets, stood_in);
   sets.insert(sets.end(), local.begin(), local.end());

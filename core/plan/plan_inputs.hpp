@@ -56,7 +56,7 @@ struct PlanInputs {
 // run here (nccl without a GPU) as gloo; an unknown one is still refused. `stood_in`, if
 // given, gets each such value in words with its place. `scan_data` as prepare_run's (the
 // planner's own questions need no tokens read).
-PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, int known_world = 0,
+PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, const KnownWorld& known_world = {},
                                 bool scan_data = false, std::vector<std::string>* stood_in = nullptr);
 
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.

@@ -54,7 +54,7 @@ void check_optimizer_numbers(const ResolvedConfig& config) {
               "AdamW's eps is usually 1e-8");
 }
 
-MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world) {
+MeshShape resolve_configured_mesh(const ResolvedConfig& config, const KnownWorld& known_world) {
   const Options& parallel = config.table("parallel");
   std::string place = parallel.where("dp");
   for (const char* axis : {"tp", "pp", "dp"}) {
@@ -62,7 +62,8 @@ MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world)
   }
   return at_place(place, [&] {
     const ParallelSettings& p = config.parallel();
-    return resolve_mesh(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp), known_world);
+    return resolve_mesh(static_cast<int>(p.dp), static_cast<int>(p.pp), static_cast<int>(p.tp), known_world.processes,
+                        known_world.from);
   });
 }
 

@@ -16,7 +16,7 @@ void check_devices(const ResolvedConfig& config);
 void check_optimizer_numbers(const ResolvedConfig& config);
 
 // The mesh from [parallel] dp, pp, tp (-1: the rest of `known_world`, 0: not known).
-MeshShape resolve_configured_mesh(const ResolvedConfig& config, int known_world);
+MeshShape resolve_configured_mesh(const ResolvedConfig& config, const KnownWorld& known_world);
 
 // A degree above 1 needs the plugin that splits along its axis.
 void check_mesh_roles(const ResolvedConfig& config, const MeshShape& mesh);

@@ -14,8 +14,11 @@
 namespace plait {
 namespace fs = std::filesystem;
 
-int known_world(const LaunchRequest& request) {
-  return request.nproc_per_node ? request.nnodes.value_or(1) * *request.nproc_per_node : 0;
+KnownWorld known_world(const LaunchRequest& request) {
+  if (!request.nproc_per_node) return {};
+  return {request.nnodes.value_or(1) * *request.nproc_per_node,
+          request.nnodes ? concat("--nnodes ", *request.nnodes, " x --nproc-per-node ", *request.nproc_per_node)
+                         : concat("--nproc-per-node ", *request.nproc_per_node)};
 }
 
 std::vector<int> cores_for(const PreparedRun& prep, int local_ranks, int local_rank) {

@@ -32,8 +32,8 @@ struct LaunchPlan {
   std::vector<std::string> resume_refused;  // newer checkpoints passed over for it, with why
 };
 
-// The number of processes the flags imply (--nnodes x --nproc-per-node), or 0.
-int known_world(const LaunchRequest& request);
+// The number of processes the flags imply (--nnodes x --nproc-per-node), or 0, and those flags.
+KnownWorld known_world(const LaunchRequest& request);
 
 LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request);
 

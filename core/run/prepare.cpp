@@ -66,13 +66,13 @@ StageModel meta_model(PreparedRun& run) {
 
 }  // namespace
 
-PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides, int known_world,
-                        bool scan_data) {
+PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
+                        const KnownWorld& known_world, bool scan_data) {
   PreparedRun run;
   run.loaded = load_config(config_path, overrides);
   run.registry = std::make_unique<PluginRegistry>(discover_plugins(config_plugin_dirs(run.loaded.tree)));
   run.registry->throw_if_refused();
-  run.config = std::make_unique<ResolvedConfig>(resolve_config(run.loaded.tree, *run.registry, known_world > 0));
+  run.config = std::make_unique<ResolvedConfig>(resolve_config(run.loaded.tree, *run.registry, known_world.processes > 0));
   const ResolvedConfig& config = *run.config;
   check_compatibility(config, *run.registry);
   run.model = resolve_model_spec(config.table("model"));

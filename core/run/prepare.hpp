@@ -37,7 +37,7 @@ struct PreparedRun {
 // `scan_data`: read every token of the data file (a rank started by plait's launcher
 // skips it: its launcher just did).
 PreparedRun prepare_run(const std::string& config_path, const std::vector<std::string>& overrides,
-                        int known_world = 0, bool scan_data = true);
+                        const KnownWorld& known_world = {}, bool scan_data = true);
 
 // Every rank's schedule built and played through, and `shapes` (the whole model on the
 // meta device: no memory) cut into its stages, so that a schedule that would hang or a

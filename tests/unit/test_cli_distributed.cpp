@@ -142,7 +142,8 @@ TEST_CASE("a mesh that does not multiply to the world size is refused before any
   ProcessResult r = run_plait(
       args_with({"run", source_path("configs/quickstart.toml"), "--nproc-per-node", "3", "--out", out.string()}, {}));
   CHECK(r.exit_code != 0);
-  CHECK_THAT(r.output, Contains("[parallel] dp 2 x pp 1 x tp 1 = 2, but the job has 3 processes"));
+  CHECK_THAT(r.output, Contains("[parallel] dp 2 x pp 1 x tp 1 = 2, but the job has 3 processes (--nproc-per-node 3)") &&
+                           Contains("make dp x pp x tp = 3"));
   CHECK_FALSE(fs::exists(out));
   ProcessResult rest = run_plait(
       args_with({"run", source_path("configs/quickstart.toml"), "--set", "parallel.dp=-1", "--out", out.string()}, {}));

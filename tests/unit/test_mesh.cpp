@@ -12,6 +12,9 @@ TEST_CASE("mesh degrees resolve -1 from the world size and must multiply to it",
   CHECK(s.world() == 8);
   CHECK(resolve_mesh(2, 1, 1, 0).world() == 2);  // world not known: the degrees decide
   CHECK_THROWS_WITH(resolve_mesh(2, 1, 1, 3), Contains("dp 2 x pp 1 x tp 1 = 2, but the job has 3 processes"));
+  // What said the world size is named beside it: the config names only the degrees.
+  CHECK_THROWS_WITH(resolve_mesh(2, 1, 1, 6, "--nnodes 2 x --nproc-per-node 3"),
+                    Contains("but the job has 6 processes (--nnodes 2 x --nproc-per-node 3)"));
   CHECK_THROWS_WITH(resolve_mesh(-1, 1, 1, 0), Contains("a degree of -1 needs a known world size"));
   CHECK_THROWS_WITH(resolve_mesh(-1, 3, 1, 8), Contains("not a multiple of the other degrees' product 3"));
   CHECK_THROWS_WITH(resolve_mesh(-1, -1, 1, 8), Contains("at most one of dp, pp, tp may be -1"));

@@ -115,6 +115,11 @@ TEST_CASE("plait plan --explain says what does not fit, and refuses what it cann
   CHECK(odd.exit_code == 1);
   CHECK_THAT(odd.output, Contains("--gpus 7: the config's pp 2 x tp 1 = 2 does not divide it") &&
                              Contains("give a multiple of 2"));
+  // The data parallel degree --gpus makes is named by --gpus, not as a --set the user never typed.
+  const ProcessResult alone = run_plait(explain_args({"parallel.data=single", "parallel.dp=1"}, {"--gpus", "2"}));
+  CHECK(alone.exit_code == 1);
+  CHECK_THAT(alone.output, Contains("cannot be combined with parallel.dp = 2 (--gpus 2, as parallel.dp=2)"));
+  CHECK_THAT(alone.output, !Contains("--set parallel.dp"));
   const ProcessResult f64 = run_plait(explain_args({"train.dtype=float64"}, {}));
   CHECK(f64.exit_code == 1);
   CHECK_THAT(f64.output, Contains("train.dtype = \"float64\": a hardware file gives bf16 and fp32 peaks only"));

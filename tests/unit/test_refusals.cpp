@@ -290,7 +290,7 @@ TEST_CASE("refused before anything starts: model, mesh and plugins that do not f
        .says = "give the other degrees"},
       {.name = "a mesh that is not the number of processes", .config = "[parallel]\ndata = \"ddp\"\ndp = 2\n",
        .args = {"--nproc-per-node", "3"}, .place = kRun + ":3:1: [parallel] dp 2 x pp 1 x tp 1 = 2",
-       .says = "but the job has 3 processes"},
+       .says = "but the job has 3 processes (--nproc-per-node 3)"},
       {.name = "a node rank past the nodes", .args = {"--nnodes", "2", "--node-rank", "2"},
        .place = "--node-rank 2 is not below --nnodes 2", .says = "count from 0"},
       {.name = "an unknown plugin", .config = "[parallel]\ndata = \"dpp\"\n",
