@@ -103,7 +103,55 @@ FaultReach fault_reach(const ResolvedConfig& config, const MeshShape& mesh) {
 
 }  // namespace
 
+namespace {
+
+// Whether a core key's value is not its schema's default: a lock file writes every key, so
+// "set" cannot tell what the user chose, but a value that was changed can.
+bool changed(const Options& table, const std::string& key) {
+  for (const TableSchema& schema : core_schemas()) {
+    if (schema.table != table.table()) continue;
+    const OptionSpec* spec = schema.find(key);
+    if (spec == nullptr || !spec->default_value) return true;
+    return check_value(schema, key, *spec->default_value, Source::from_default()) != table.values().at(key);
+  }
+  return true;
+}
+
+// Where the other setting of a pair came from, "the default" when nobody chose it.
+std::string chosen_at(const Options& table, const std::string& key) {
+  return table.is_default(key) ? std::string("the default") : table.where(key);
+}
+
+// A setting changed from its default while another setting makes it do nothing.
+void check_companions_in_force(const ResolvedConfig& config) {
+  const Options& train = config.table("train");
+  PLAIT_CHECK(config.train().lr_schedule != "constant" || !changed(train, "min_lr_ratio"),
+              concat(train.where("min_lr_ratio"), ": [train] min_lr_ratio = ", short_number(config.train().min_lr_ratio, 6),
+                     " sets where cosine decay ends, but [train] lr_schedule = \"constant\" (", chosen_at(train, "lr_schedule"),
+                     ") never decays"),
+              "set lr_schedule = \"cosine\", or remove min_lr_ratio");
+  PLAIT_CHECK(config.train().on_nonfinite != "stop" || !changed(train, "nonfinite_skip_limit"),
+              concat(train.where("nonfinite_skip_limit"), ": [train] nonfinite_skip_limit counts skipped steps, but "
+                     "[train] on_nonfinite = \"stop\" (", chosen_at(train, "on_nonfinite"), ") skips none"),
+              "set on_nonfinite = \"skip\", or remove nonfinite_skip_limit");
+  const Options& dist = config.table("distributed");
+  const DistributedSettings& d = config.distributed();
+  PLAIT_CHECK(d.hang_warning_s < d.collective_timeout_s || !changed(dist, "hang_warning_s"),
+              concat(dist.where("hang_warning_s"), ": [distributed] hang_warning_s = ", short_number(d.hang_warning_s, 6),
+                     " is not below collective_timeout_s = ", short_number(d.collective_timeout_s, 6), " (",
+                     chosen_at(dist, "collective_timeout_s"), "): an operation fails before it would be warned about"),
+              "choose a hang warning below the collective timeout");
+  const Options& checkpoint = config.table("checkpoint");
+  PLAIT_CHECK(!checkpoint.get<bool>("async") || checkpoint.get<int64_t>("every") > 0 || checkpoint.get<bool>("final"),
+              concat(checkpoint.where("async"), ": [checkpoint] async = true writes checkpoints from a thread, but "
+                     "every = 0 and final = false: the run saves none"),
+              "set [checkpoint] every = N (or final = true), or remove async");
+}
+
+}  // namespace
+
 void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& mesh) {
+  check_companions_in_force(config);
   const Options& data = config.table("data");
   if (config.data().source == "synthetic") {
     PLAIT_CHECK(!config.data().path,

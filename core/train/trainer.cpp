@@ -10,6 +10,7 @@
 #include "checkpoint/checkpoint_location.hpp"
 #include "data/make_sampler.hpp"
 #include "debug/exception_text.hpp"
+#include "distributed/core_binding.hpp"
 #include "io/safetensors.hpp"
 #include "log/logging.hpp"
 #include "memory/freed_memory.hpp"
@@ -30,6 +31,20 @@
 namespace plait {
 namespace {
 
+// More compute threads than the cores they run on preempt each other in every step.
+void warn_on_more_threads_than_cores(const RunPlan& plan) {
+  const int64_t threads = plan.config->train().threads;
+  const bool bound = plan.bound_cores > 0;
+  const int64_t cores = bound ? plan.bound_cores : static_cast<int64_t>(usable_cores().size());
+  const int64_t asked = bound ? threads : threads * plan.local_world_size;
+  if (plan.local_rank != 0 || cores <= 0 || asked <= cores) return;
+  const std::string on = bound ? concat("per rank on its ", cores, " bound cores")
+                                : concat("on this node's ", cores, " usable cores (", plan.local_world_size,
+                                         plan.local_world_size == 1 ? " rank)" : " ranks)");
+  core_log().warn(plan.config->table("train").where("threads"), ": [train] threads = ", threads, " asks for ", asked,
+                  " compute threads ", on, ": they preempt each other every step; threads = 0 shares the cores among the ranks");
+}
+
 // Threads, the memory books and budget, determinism and the global seed of this process.
 void configure_process(const RunPlan& plan) {
   const TrainSettings& train = plan.config->train();
@@ -39,6 +54,7 @@ void configure_process(const RunPlan& plan) {
   int threads = at::get_num_threads();
   if (train.threads > 0) {
     threads = static_cast<int>(train.threads);
+    warn_on_more_threads_than_cores(plan);
   } else if (plan.bound_cores > 0) {
     threads = plan.bound_cores;
   } else if (plan.local_world_size > 1) {  // share the machine's cores among its ranks

@@ -244,6 +244,30 @@ TEST_CASE("refused before anything starts: numbers that make no sense or cannot 
   });
 }
 
+TEST_CASE("refused before anything starts: a setting changed where another makes it do nothing", "[refusals]") {
+  expect_all_refused({
+      {.name = "min_lr_ratio with a constant schedule", .config = "[train]\nlr_schedule = \"constant\"\nmin_lr_ratio = 0.2\n",
+       .place = kRun + ":3:1: [train] min_lr_ratio = 0.2 sets where cosine decay ends",
+       .says = "lr_schedule = \"constant\" (" + kRun + ":2:1) never decays"},
+      {.name = "a skip limit when nothing is skipped", .args = {"--set", "train.nonfinite_skip_limit=3"},
+       .place = "--set train.nonfinite_skip_limit=3: [train] nonfinite_skip_limit counts skipped steps",
+       .says = "on_nonfinite = \"stop\" (the default) skips none"},
+      {.name = "a hang warning after the timeout", .config = "[distributed]\nhang_warning_s = 30\ncollective_timeout_s = 20\n",
+       .place = kRun + ":2:1: [distributed] hang_warning_s = 30 is not below collective_timeout_s = 20 (" + kRun + ":3:1)",
+       .says = "an operation fails before it would be warned about"},
+      {.name = "async saves of no checkpoint", .config = "[checkpoint]\nasync = true\nfinal = false\n",
+       .place = kRun + ":2:1: [checkpoint] async = true writes checkpoints from a thread",
+       .says = "every = 0 and final = false: the run saves none"},
+  });
+  // The default beside its companion is no choice: a lock file writes every key, and runs again.
+  TempDir dir;
+  write_file(dir / "run.toml", "[train]\nsteps = 1\nlr_schedule = \"constant\"\nmin_lr_ratio = 0.1\n"
+                               "[distributed]\ncollective_timeout_s = 5\nhang_warning_s = 60\n");
+  const ProcessResult lock_like = run_plait({"config", "validate", (dir / "run.toml").string()});
+  CHECK(lock_like.exit_code == 0);
+  CHECK_THAT(lock_like.output, Contains("valid"));
+}
+
 TEST_CASE("refused before anything starts: an adapter's options with no adapter chosen", "[refusals]") {
   expect_all_refused({
       {.name = "[lora] in the config, no adapter", .config = "[train]\nsteps = 1\n[lora]\nrank = 4\n",
