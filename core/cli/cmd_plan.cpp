@@ -87,6 +87,11 @@ int explain(const PlanArgs& args, const Hardware& hw) {
               concat(args.seq_len ? "--seq-len" : "--global-batch",
                      " belongs to the search (--model), not to --explain: the config says its own"),
               "with --explain, --set data.seq_len=N or data.micro_batch_size=N (and train.grad_accum) change them");
+  // The search's other flags: one config has no plans to list or best plan to write.
+  PLAIT_CHECK(!args.top && !args.write,
+              concat(args.top ? "--top" : "--write", " belongs to the search (--model), not to --explain: one config is "
+                     "explained, not a list of plans"),
+              "plait plan --model CONFIG --gpus N --top K --write FILE searches the plans of that config's model");
   std::optional<MeasuredRun> measured;
   if (!args.against.empty()) measured = read_measured_run(args.against);
   PlanArgs asked = args;
@@ -244,13 +249,13 @@ int search(const PlanArgs& args, const Hardware& hw) {
   }
   const std::vector<ScaleRow> scale = scale_rows(args, base, hw, limits);
   if (args.json) {
-    nlohmann::ordered_json j = search_json(r, hw, *args.gpus, args.top);
+    nlohmann::ordered_json j = search_json(r, hw, *args.gpus, args.top.value_or(5));
     if (cost) j["cost"] = cost_json(*cost);
     if (!scale.empty()) j["scale"] = scale_json(scale, hw);
     if (args.write && !r.fitting.empty()) j["written"] = *args.write;
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    print_search(r, hw, *args.gpus, args.top);
+    print_search(r, hw, *args.gpus, args.top.value_or(5));
     if (cost) print_cost(*cost, "plan 1");
     if (!scale.empty()) print_scale(scale);
   }

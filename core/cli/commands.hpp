@@ -170,7 +170,7 @@ struct PlanArgs {
   std::string hardware = "h100-sxm";  // a shipped machine's name or a hardware file
   std::optional<int64_t> gpus;      // explain: keeps pp and tp, data parallel takes the rest
   std::optional<int64_t> seq_len, global_batch;  // global batch in sequences
-  int64_t top = 5;
+  std::optional<int64_t> top;       // the search's plans to list (5 unless given)
   std::optional<std::string> write;  // the best plan as a config
   bool bundle = false;               // --write the plan's own choices as a bundle instead
   std::optional<double> tokens;      // price a run of this many tokens

@@ -312,7 +312,7 @@ int dispatch(CLI::App& app, Commands& c) {
     c.plan_args.gpus = integer_flag("--gpus", c.plan_gpus, 1, int64_t{1} << 24);
     c.plan_args.seq_len = integer_flag("--seq-len", c.plan_seq_len, 1, int64_t{1} << 24);
     c.plan_args.global_batch = integer_flag("--global-batch", c.plan_global_batch, 1, int64_t{1} << 30);
-    c.plan_args.top = integer_flag("--top", c.plan_top, 1, 10000).value_or(c.plan_args.top);
+    c.plan_args.top = integer_flag("--top", c.plan_top, 1, 10000);
     if (c.plan_tokens) c.plan_args.tokens = plait::token_count("--tokens", *c.plan_tokens);
     c.plan_args.scale = integer_list_flag("--scale", c.plan_scale, 1, int64_t{1} << 24);
     return plan(c.plan_args);

@@ -133,8 +133,8 @@ void flatten(const toml::table& root, const std::string& shown, ConfigTree& tree
   }
 }
 
-ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::vector<std::string>& files,
-                     const Source* named_at, const std::vector<BundleDir>& dirs) {
+// A config (or, `named_at` set, a file extends names) that is not there or not a file.
+void refuse_missing_config(const fs::path& file, const Source* named_at) {
   const std::string shown = display_path(file);
   std::error_code ec;
   const fs::file_status status = fs::status(file, ec);
@@ -154,6 +154,12 @@ ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::ve
     throw Error(concat("the config ", shown, " is ", what, ", not a TOML file"),
                 "pass the config file itself, e.g. configs/quickstart.toml");
   }
+}
+
+ConfigTree load_file(const fs::path& file, std::vector<fs::path>& stack, std::vector<std::string>& files,
+                     const Source* named_at, const std::vector<BundleDir>& dirs) {
+  const std::string shown = display_path(file);
+  refuse_missing_config(file, named_at);
   for (const auto& open : stack) {
     if (fs::equivalent(open, file)) {
       std::string chain;
@@ -209,7 +215,7 @@ LoadedConfig load_config(const std::string& path, const std::vector<std::string>
 std::vector<BundleDir> config_bundle_dirs(const fs::path& file) {
   std::vector<BundleDir> out;
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return out;  // load_file says what is wrong with it
+  refuse_missing_config(file, nullptr);
   const std::string shown = display_path(file);
   const toml::table root = parse_or_throw(file, shown, /*reached_by_extends=*/false);
   const toml::node* paths = root.at_path("bundles.paths").node();

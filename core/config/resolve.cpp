@@ -180,10 +180,15 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   for (const std::string role : {"data", "pipeline", "tensor", "offload", "adapter", "comm"}) {
     const std::string name = parallel.get<std::string>(role);
     if (name == "none") continue;
-    if (role == "comm" && one_process) continue;  // nothing to communicate
     const ConfigEntry* entry = tree.find("parallel", role);
     Source source = entry ? entry->source : Source::from_default();
-    registry.require(name, role, concat(source.describe(), ": [parallel].", role));
+    const std::string where = concat(source.describe(), ": [parallel].", role);
+    if (role == "comm" && one_process) {  // nothing to communicate, but a name no plugin has is still a mistake
+      const PluginRecord* record = registry.find(name);
+      if (record == nullptr || record->kind != role) registry.require(name, role, where);
+      continue;
+    }
+    registry.require(name, role, where);
     out.choices_.push_back({role, name, source, entry ? source.describe() : tree.default_place()});
   }
 

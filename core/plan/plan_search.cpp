@@ -5,6 +5,7 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <set>
 
 #include "config/config_loader.hpp"
 #include "model/model_zoo.hpp"
@@ -177,6 +178,25 @@ class CandidateEvaluator {
   std::map<std::string, DataCostOrRefusal> data_costs_;
 };
 
+// A --set of a key the plans set for themselves would be overwritten in each of them, silently.
+void refuse_searched_sets(const std::vector<std::string>& sets, const std::vector<PlanCandidate>& candidates) {
+  auto key_of = [](const std::string& assignment) {
+    std::string key = assignment.substr(0, assignment.find('='));
+    key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
+    return key;
+  };
+  std::set<std::string> searched;
+  for (const PlanCandidate& c : candidates) {
+    for (const std::string& s : c.sets) searched.insert(key_of(s));
+  }
+  for (const std::string& set : sets) {
+    PLAIT_CHECK(searched.count(key_of(set)) == 0,
+                concat("--set ", set, ": the search chooses ", key_of(set), " for each plan it tries, so this value "
+                       "would be ignored"),
+                "drop it to let the search choose, or predict that one configuration: plait plan --explain CONFIG --set ...");
+  }
+}
+
 }  // namespace
 
 ResolvedConfig candidate_config(const ConfigTree& base, const PlanCandidate& candidate, const PluginRegistry& registry) {
@@ -191,7 +211,9 @@ PlanSearchResult search_plans(const std::string& config_path, const std::vector<
   CandidateEvaluator evaluator(config_path, sets, hw);
   PlanSearchResult result;
   result.model = evaluator.model();
-  for (const PlanCandidate& c : enumerate_candidates(evaluator.registry(), evaluator.model(), limits)) {
+  const std::vector<PlanCandidate> candidates = enumerate_candidates(evaluator.registry(), evaluator.model(), limits);
+  refuse_searched_sets(sets, candidates);
+  for (const PlanCandidate& c : candidates) {
     ++result.candidates;
     PlanOutcome outcome = evaluator.evaluate(c);
     (outcome.refused.empty() ? result.fitting : result.refused).push_back(std::move(outcome));

@@ -317,6 +317,8 @@ TEST_CASE("refused before anything starts: model, mesh and plugins that do not f
        .says = "but the job has 3 processes (--nproc-per-node 3)"},
       {.name = "a node rank past the nodes", .args = {"--nnodes", "2", "--node-rank", "2"},
        .place = "--node-rank 2 is not below --nnodes 2", .says = "count from 0"},
+      {.name = "an unknown comm plugin on one process, which needs none", .args = {"--set", "parallel.comm=nosuch"},
+       .place = "--set parallel.comm=nosuch: [parallel].comm: unknown comm plugin 'nosuch'", .says = "gloo"},
       {.name = "an unknown plugin", .config = "[parallel]\ndata = \"dpp\"\n",
        .place = kRun + ":2:1: [parallel].data: unknown data plugin 'dpp'", .says = "(did you mean 'ddp'?)"},
       {.name = "a capability the data plugin lacks",
