@@ -16,6 +16,7 @@ int config_show(const ConfigArgs& args) {
     log_config_notes(prep);
     std::cout << prep.config->to_toml(args.provenance);
   } else {
+    check_schemas_for_machine(args.config, args.sets);
     std::cout << tree_to_toml(load_config(args.config, args.sets).tree, args.provenance);
   }
   return 0;

@@ -45,6 +45,15 @@ PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std:
   return prepare_run(config_path, sets, known_world, scan_data);
 }
 
+void check_schemas_for_machine(const std::string& config_path, std::vector<std::string> sets) {
+  const std::vector<std::string> local = local_stand_ins(config_path, sets, nullptr);
+  sets.insert(sets.end(), local.begin(), local.end());
+  const LoadedConfig loaded = load_config(config_path, sets);
+  const PluginRegistry registry = discover_plugins(config_plugin_dirs(loaded.tree));
+  registry.throw_if_refused();
+  (void)resolve_config(loaded.tree, registry);
+}
+
 PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards,
                        const std::vector<AdapterSiteCost>* adapters) {
   return {run.config.get(), run.registry.get(), run.model, run.mesh, &run.pipeline, &whole, sequence_shards, nullptr, adapters};

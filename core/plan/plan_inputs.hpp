@@ -59,6 +59,11 @@ struct PlanInputs {
 PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, const KnownWorld& known_world = {},
                                 bool scan_data = false, std::vector<std::string>* stood_in = nullptr);
 
+// The config's tables, keys and values checked against the schemas as a run would check
+// them, on whatever machine (the stand-ins above): `plait config show` prints nothing a
+// run would refuse as a typo or a wrong type.
+void check_schemas_for_machine(const std::string& config_path, std::vector<std::string> sets);
+
 // A prepared run's; `whole` and `sequence_shards` from build_shape_model, kept by the caller.
 PlanInputs plan_inputs(const PreparedRun& run, const StageModel& whole, int64_t sequence_shards,
                        const std::vector<AdapterSiteCost>* adapters = nullptr);

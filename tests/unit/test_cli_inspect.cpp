@@ -21,6 +21,13 @@ TEST_CASE("config show prints the merged config, resolved and with provenance", 
   ProcessResult merged = run_plait({"config", "show", config.string()});
   REQUIRE(merged.exit_code == 0);
   CHECK_THAT(merged.output, Contains("lr = 0.01") && Contains("steps = 4") && !Contains("beta1"));
+  // Checked against the schemas as a run is, for the machine it is meant for: a GPU job's
+  // config shows on a CPU machine as written.
+  const auto gpu = write_file(dir / "gpu.toml", "[train]\ndevice = \"cuda\"\n[parallel]\ncomm = \"nccl\"\ndata = \"ddp\"\ndp = 8\n");
+  ProcessResult on_gpus = run_plait({"config", "show", gpu.string()});
+  INFO(on_gpus.output);
+  CHECK(on_gpus.exit_code == 0);
+  CHECK_THAT(on_gpus.output, Contains("comm = \"nccl\"") && Contains("device = \"cuda\""));
   ProcessResult resolved = run_plait({"config", "show", config.string(), "--resolved", "--provenance", "--set",
                                       "train.seed=5"});
   INFO(resolved.output);
