@@ -30,7 +30,13 @@ inline std::string folder_write_problem(const std::filesystem::path& folder) {
   const std::string probe = (folder / ".plait-write-check-XXXXXX").string();
   std::vector<char> name(probe.begin(), probe.end());
   name.push_back('\0');
-  if (::mkdtemp(name.data()) == nullptr) return std::strerror(errno);
+  if (::mkdtemp(name.data()) == nullptr) {
+    const int error = errno;
+    // /proc answers "No such file or directory" of a folder that is there: it makes no entries.
+    std::error_code ec;
+    if (error == ENOENT && std::filesystem::is_directory(folder, ec)) return "the system makes no new entries in it";
+    return std::strerror(error);
+  }
   ::rmdir(name.data());
   return "";
 }

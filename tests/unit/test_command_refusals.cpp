@@ -181,7 +181,7 @@ TEST_CASE("refused: plait compare's runs and reports", "[refusals]") {
        .place = "--html {dir}/copy/config.lock.toml: the file exists and is not a report of plait compare",
        .prepare = [](const fs::path& d) { fs::copy(finished_run(), d / "copy", fs::copy_options::recursive); }},
       {.name = "--html under /proc", .args = {"compare", "{run}", "{dir}/copy", "--html", "/proc/r.html"},
-       .place = "--html /proc/r.html: the folder /proc is not writable",
+       .place = "--html /proc/r.html: the folder /proc is not writable", .says = "(the system makes no new entries in it)",
        .prepare = [](const fs::path& d) { fs::copy(finished_run(), d / "copy", fs::copy_options::recursive); }},
       {.name = "a run with itself", .args = {"compare", "{run}", "{run}"},
        .place = "plait compare: {run} is the run {run} named twice", .says = "a run compared with itself"},
