@@ -25,6 +25,7 @@
 #include "run/prepare.hpp"
 #include "run/run_folder.hpp"
 #include "util/search_path.hpp"
+#include "util/short_number.hpp"
 
 namespace plait::cli {
 namespace {
@@ -191,7 +192,7 @@ void write_best(const PlanArgs& args, const SearchBase& base, const PlanSearchRe
   const ResolvedConfig config = candidate_config(prepared.loaded.tree, r.fitting.front().candidate, *prepared.registry);
   const ConfigPrediction& p = *r.fitting.front().prediction;
   char figures[96];
-  std::snprintf(figures, sizeof(figures), "%.1f tokens/s per accelerator, MFU %.1f%%", p.tokens_per_s_per_gpu,
+  std::snprintf(figures, sizeof(figures), "%s tokens/s per accelerator, MFU %.1f%%", rate_text(p.tokens_per_s_per_gpu).c_str(),
                 100.0 * p.mfu);
   const std::string header = concat("# plait plan: the best of ", r.candidates, " candidates for ", r.model.family, " ",
                                     r.model.size, " on ", p.gpus(), " x ", hw.id, ", predicted ", figures, "\n# ",

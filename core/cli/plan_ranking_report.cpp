@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/plan_report.hpp"
+#include "util/short_number.hpp"
 
 namespace plait::cli {
 namespace {
@@ -28,21 +29,20 @@ std::string names(const std::vector<const RankedRun*>& runs) {
 void print_first_choice(const RunRanking& r) {
   const std::vector<const RankedRun*> tied = r.first_choices();
   const RankedRun &first = r.first_choice(), &fastest = r.fastest();
-  char predicted[32];
-  std::snprintf(predicted, sizeof(predicted), "%.1f", tied.front()->predicted.tokens_per_s_per_gpu);
+  const std::string predicted = rate_text(tied.front()->predicted.tokens_per_s_per_gpu);
   const std::string chosen =
       tied.size() == 1 ? concat("the planner's first choice, ", first.name, ",")
                        : concat("the planner predicts ", names(tied), " alike (", predicted,
                                 " tokens/s per accelerator) and does not choose between them; the best measured of them, ",
                                 first.name, ",");
   if (first.measured_rank == 1) {
-    std::printf("%s is the fastest measured run (%.1f tokens/s per accelerator)\n", chosen.c_str(),
-                first.measured_tokens_per_s_per_gpu);
+    std::printf("%s is the fastest measured run (%s tokens/s per accelerator)\n", chosen.c_str(),
+                rate_text(first.measured_tokens_per_s_per_gpu).c_str());
     return;
   }
-  std::printf("%s measured %.1f tokens/s per accelerator, %.1f%% fewer than the fastest run, %s, at %.1f\n",
-              chosen.c_str(), first.measured_tokens_per_s_per_gpu, 100 * r.first_choice_shortfall,
-              fastest.name.c_str(), fastest.measured_tokens_per_s_per_gpu);
+  std::printf("%s measured %s tokens/s per accelerator, %.1f%% fewer than the fastest run, %s, at %s\n",
+              chosen.c_str(), rate_text(first.measured_tokens_per_s_per_gpu).c_str(), 100 * r.first_choice_shortfall,
+              fastest.name.c_str(), rate_text(fastest.measured_tokens_per_s_per_gpu).c_str());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "util/human_bytes.hpp"
+#include "util/short_number.hpp"
 
 namespace plait::cli {
 
@@ -19,6 +20,16 @@ std::string figure(double x) {
 }
 
 namespace {
+
+// A step's seconds in a column: three significant digits, never in exponent form
+// ("0.244", "12.5", "0.0000964").
+std::string step_seconds(double s) {
+  if (!(s > 0)) return "0";
+  char text[32];
+  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(s))));
+  std::snprintf(text, sizeof(text), "%.*f", decimals, s);
+  return text;
+}
 
 nlohmann::ordered_json phases_json(const StepPhases& s) {
   return {{"compute_ms", s.compute * 1e3},
@@ -120,8 +131,8 @@ void print_phases(const ConfigPrediction& p) {
     std::printf("  %-36s %10.3f %5.1f%%\n", what, t * 1e3, 100.0 * t / s.total());
   }
   std::printf("  %-36s %10.3f\n", "total", s.total() * 1e3);
-  std::printf("%.0f tokens per step; %.1f tokens/s per accelerator; MFU %.1f%%\n", p.tokens_per_step,
-              p.tokens_per_s_per_gpu, 100.0 * p.mfu);
+  std::printf("%.0f tokens per step; %s tokens/s per accelerator; MFU %.1f%%\n", p.tokens_per_step,
+              rate_text(p.tokens_per_s_per_gpu).c_str(), 100.0 * p.mfu);
 }
 
 }  // namespace
@@ -229,8 +240,8 @@ void print_search(const PlanSearchResult& r, const Hardware& hw, int64_t gpus, i
                                    r.fitting[i - 1].prediction->ranks[r.fitting[i - 1].prediction->busiest].device();
     if (!ties_previous) shown_rank = i + 1;
     tied = tied || ties_previous;
-    std::printf("%3zu %12.1f %5.1f%% %9.3f %10s %13s %8s  %s\n", shown_rank, p.tokens_per_s_per_gpu, 100.0 * p.mfu,
-                p.phases.total(), human_bytes(p.ranks[p.busiest].device()).c_str(),
+    std::printf("%3zu %12s %5.1f%% %9s %10s %13s %8s  %s\n", shown_rank, rate_text(p.tokens_per_s_per_gpu).c_str(), 100.0 * p.mfu,
+                step_seconds(p.phases.total()).c_str(), human_bytes(p.ranks[p.busiest].device()).c_str(),
                 concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(), concat(c.micro_batch, " x ", c.grad_accum).c_str(),
                 c.plugins.c_str());
   }
@@ -304,8 +315,8 @@ void print_scale(const std::vector<ScaleRow>& rows) {
     const std::string days = row.cost ? figure(row.cost->wall_hours / 24.0) : "-";
     const std::string cost =
         row.cost && row.cost->on_demand ? concat(figure(*row.cost->on_demand), " ", row.cost->currency) : "-";
-    std::printf("%8lld %12.1f %5.1f%% %13s %8s %10s %14s  %s\n", static_cast<long long>(row.gpus),
-                p.tokens_per_s_per_gpu, 100.0 * p.mfu, concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(),
+    std::printf("%8lld %12s %5.1f%% %13s %8s %10s %14s  %s\n", static_cast<long long>(row.gpus),
+                rate_text(p.tokens_per_s_per_gpu).c_str(), 100.0 * p.mfu, concat(c.dp, " x ", c.pp, " x ", c.tp).c_str(),
                 concat(c.micro_batch, " x ", c.grad_accum).c_str(), days.c_str(), cost.c_str(), c.plugins.c_str());
   }
 }
@@ -392,7 +403,8 @@ void print_against(const ConfigPrediction& p, const Hardware& hw, const Measured
                 human_bytes(static_cast<int64_t>(r.measured)).c_str(), ratio(r.measured, r.predicted).c_str());
   }
   const double measured = m.tokens_per_s / static_cast<double>(p.gpus());
-  std::printf("%-44s %12.1f %12.1f %9s\n", "tokens/s per accelerator", p.tokens_per_s_per_gpu, measured,
+  std::printf("%-44s %12s %12s %9s\n", "tokens/s per accelerator", rate_text(p.tokens_per_s_per_gpu).c_str(),
+              rate_text(measured).c_str(),
               ratio(measured, p.tokens_per_s_per_gpu).c_str());
 }
 

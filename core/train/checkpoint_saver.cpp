@@ -21,6 +21,7 @@
 #include "model/hf_format.hpp"
 #include "plait/sdk/capabilities.hpp"
 #include "util/human_bytes.hpp"
+#include "util/short_number.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -155,9 +156,9 @@ void CheckpointSaver::before_update() {
   copied_.get();
   const double waited = seconds_since(start);
   if (plan_.world->rank() == 0) {
-    core_log().info("checkpoint step ", pending_step_, " (async) held up training ", rounded(pending_prepare_s_ + waited),
-                    " s: preparing ", rounded(pending_prepare_s_), " s, the update waiting for the copy of the state ",
-                    rounded(waited), " s");
+    core_log().info("checkpoint step ", pending_step_, " (async) held up training ", seconds_text(pending_prepare_s_ + waited),
+                    ": preparing ", seconds_text(pending_prepare_s_), ", the update waiting for the copy of the state ",
+                    seconds_text(waited));
   }
 }
 
@@ -243,12 +244,13 @@ void CheckpointSaver::commit(const Job& job, const checkpoint::RankShard& own, d
   const double commit_s = seconds_since(commit_start);
   const double seconds = seconds_since(job.started);
   // One process has no other ranks to wait for: its line says only what it did.
-  const std::string others = world.size() > 1 ? concat(", waiting for the other ranks ", rounded(reports_s), " s") : "";
+  // The phases to two digits ("0.0004 s", not "0.000399 s"): their sum is the total's.
+  const std::string others = world.size() > 1 ? concat(", waiting for the other ranks ", seconds_text(reports_s)) : "";
   core_log().info("checkpoint ", folder.string(), ": ", human_bytes(bytes), " in ", index.files.size(), " files, saved in ",
                   rounded(seconds), " s (", rounded(static_cast<double>(bytes) / 1e6 / seconds), " MB/s",
                   async_ ? ", alongside training" : "; training held up for all of it", "): preparing ",
-                  rounded(job.prepare_s), " s, writing ", world.size() > 1 ? "rank 0's file " : "its file ", rounded(write_s),
-                  " s", others, ", index and commit ", rounded(commit_s), " s");
+                  seconds_text(job.prepare_s), ", writing ", world.size() > 1 ? "rank 0's file " : "its file ",
+                  seconds_text(write_s), others, ", index and commit ", seconds_text(commit_s));
 }
 
 }  // namespace plait
