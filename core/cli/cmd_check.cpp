@@ -122,6 +122,10 @@ int check(const CheckArgs& args) {
                                        "reference");
   std::printf("  reference: %s (%.1f s)\n", (out / "reference").c_str(), t_reference);
   const EquivalenceReport report = equivalence_of((out / "candidate").string(), (out / "reference").string(), tolerance);
+  // A stop asked for while the runs were compared: no verdict is given for a check stopped.
+  if (const int sig = catch_stop_signals().load(); sig != 0) {
+    throw StoppedAsAsked{sig, concat("its comparison of the runs in ", out.string())};
+  }
   write_file_atomically((out / "equivalence.json").string(), report.to_json());
   return print_report(report);
 }
