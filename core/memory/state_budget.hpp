@@ -14,4 +14,10 @@ struct PreparedRun;
 // model (what it keeps is known only once it runs: the budget is enforced then).
 void check_state_fits_memory_limit(const PreparedRun& run);
 
+// The state this node's `nproc` ranks hold in host memory before their first step (all of
+// it on the CPU; what offload keeps there on a GPU) against what this machine has free
+// (MemAvailable, or less under a cgroup's limit): a run past it is killed by the kernel in
+// its first minutes, leaving its status "running"; it is refused before launch instead.
+void check_state_fits_host(const PreparedRun& run, int node_rank, int nproc);
+
 }  // namespace plait

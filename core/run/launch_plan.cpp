@@ -5,6 +5,7 @@
 #include "distributed/core_binding.hpp"
 #include "plait/sdk/error.hpp"
 #include "debug/fault_plan.hpp"
+#include "memory/state_budget.hpp"
 #include "run/resume_check.hpp"
 #include "checkpoint/checkpoint_location.hpp"
 #include "run/run_folder.hpp"
@@ -57,6 +58,7 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
               "a job of several nodes needs --master-addr and --master-port (node 0's address and a free port)",
               "every node's launcher gets the same two values");
   cores_for(prep, plan.nproc, 0);
+  check_state_fits_host(prep, plan.node_rank, plan.nproc);
   const Options& train = prep.config->table("train");
   const TrainSettings& settings = prep.config->train();
   const int gpus = at::detail::getCUDAHooks().getNumGPUs();

@@ -317,6 +317,10 @@ TEST_CASE("refused before anything starts: model, mesh and plugins that do not f
        .says = "but the job has 3 processes (--nproc-per-node 3)"},
       {.name = "a node rank past the nodes", .args = {"--nnodes", "2", "--node-rank", "2"},
        .place = "--node-rank 2 is not below --nnodes 2", .says = "count from 0"},
+      // 1.5 TiB of state: more than any machine this runs on has free.
+      {.name = "model state past the memory this machine has free", .args = {"--set", "model.n_embd=65536"},
+       .place = "--set model.n_embd=65536: this process holds 1536.34 GiB of model state before the first step",
+       .says = "of memory free: the run would be killed for want of memory"},
       {.name = "an unknown comm plugin on one process, which needs none", .args = {"--set", "parallel.comm=nosuch"},
        .place = "--set parallel.comm=nosuch: [parallel].comm: unknown comm plugin 'nosuch'", .says = "gloo"},
       {.name = "an unknown plugin", .config = "[parallel]\ndata = \"dpp\"\n",
