@@ -133,6 +133,8 @@ Hardware hardware_from(const LoadedConfig& loaded) {
   h.name = about.get<std::string>("name");
   h.sources = about.get<std::vector<std::string>>("sources");
   h.device = about.get<std::string>("device");
+  // What `plait plan --calibrate` wrote before [hardware] device existed measured CPU ranks.
+  if (about.is_default("device") && h.name.find("(calibrated)") != std::string::npos) h.device = "cpu";
   h.comm = about.find<std::string>("comm").value_or(h.device == "cuda" ? "nccl" : "gloo");
   h.peak_bf16_tflops = gpu.get<double>("peak_bf16_tflops");
   h.peak_fp32_tflops = gpu.get<double>("peak_fp32_tflops");

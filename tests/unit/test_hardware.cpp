@@ -3,6 +3,8 @@
 // file is refused naming its line.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include "plait/sdk/error.hpp"
 #include "plan/hardware.hpp"
 #include "support/test_support.hpp"
@@ -129,4 +131,24 @@ TEST_CASE("a hardware file says what its accelerators are to a run: [train] devi
   } catch (const Error& e) {
     CHECK_THAT(e.what(), StartsWith((dir / "mine.toml").string() + ":3:1:") && Contains("device"));
   }
+}
+
+TEST_CASE("a machine plait plan --calibrate measured before [hardware] device existed is read as CPU ranks", "[plan]") {
+  TempDir dir;
+  // A whole file as an older calibrate wrote it: no device line, its name marked calibrated.
+  auto without_device = [&](const std::string& name) {
+    std::istringstream shipped(read_file(fs::path(shipped_hardware_dir()) / "h100-sxm.toml"));
+    std::string text;
+    for (std::string line; std::getline(shipped, line);) {
+      if (line.rfind("device", 0) == 0) continue;
+      text += (line.rfind("name = ", 0) == 0 ? concat("name = \"", name, "\"") : line) + "\n";
+    }
+    return write_file(dir / "old.toml", text).string();
+  };
+  const Hardware old = load_hardware(without_device("this machine: 2 CPU ranks, 23.4 GiB (calibrated)"));
+  CHECK(old.device == "cpu");
+  CHECK(old.comm == "gloo");
+  // A file that names no device and was not measured by plait is a GPU machine, as the schema says.
+  const Hardware gpu = load_hardware(without_device("our H100s"));
+  CHECK(gpu.device == "cuda");
 }
