@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "config/config_loader.hpp"
 #include "cli/run_modes.hpp"
 #include "compare/comparison.hpp"
 #include "compare/report_html.hpp"
@@ -59,7 +60,15 @@ std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector
     run.config = args.config;
     run.sets = args.sets;
     run.steps = args.steps;
-    run.sets.insert(run.sets.end(), c.sets.begin(), c.sets.end());
+    // Each value named by the --vary that gave it, not as a --set the user never typed.
+    for (const std::string& set : c.sets) {
+      const std::string key = set.substr(0, set.find('='));
+      std::string flag = concat("--vary ", key);
+      for (const std::string& vary : args.vary) {
+        if (vary.rfind(key + "=", 0) == 0) flag = concat("--vary ", vary);
+      }
+      run.sets.push_back(derived_override(flag, set));
+    }
     run.out = (folder / c.name).string();
     Outcome o{c, "", {}};
     try {
