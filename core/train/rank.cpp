@@ -13,6 +13,7 @@
 #include "train/frozen_parameters.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "train/initial_weights.hpp"
+#include "train/resume.hpp"
 
 namespace plait {
 namespace {
@@ -67,7 +68,15 @@ void build_stages(const RunPlan& plan, Rank& rank) {
   freeze_parameters(whole, train);
   for (const auto& p : whole.all_parameters()) rank.splits[p.name] = p.split;
   if (auto from = plan.config->table("model").find<std::string>("init_from"); from && !plan.on_meta) {
-    load_initial_weights(*from, plan.model, whole, plan.world->mesh(), plan.config->parallel().adapter != "none");
+    // A resumed run's checkpoint holds every weight, frozen ones too: the initial ones would be overwritten.
+    if (const auto resumed = resume_point(plan)) {
+      if (plan.world->rank() == 0) {
+        core_log().info("[model] init_from (", plan.config->table("model").where("init_from"), ") is not read: the run "
+                        "resumes from ", resumed->string(), ", which holds every weight");
+      }
+    } else {
+      load_initial_weights(*from, plan.model, whole, plan.world->mesh(), plan.config->parallel().adapter != "none");
+    }
   }
   store_frozen_linears(whole, linears.weights(), train);
   rank.stages = rank_stages(whole, pipeline.partition, pp, pp_rank);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "debug/plugin_call.hpp"
+#include "checkpoint/checkpoint_location.hpp"
 #include "checkpoint/state_parts.hpp"
 #include "log/logging.hpp"
 #include "train/frozen_parameters.hpp"
@@ -11,6 +12,11 @@
 
 namespace plait {
 namespace fs = std::filesystem;
+
+std::optional<fs::path> resume_point(const RunPlan& plan) {
+  if (!plan.resume_from.empty()) return fs::path(plan.resume_from);
+  return checkpoint::resume_source(plan.config->table("checkpoint"), plan.out_dir);
+}
 
 Resumed load_checkpoint(const RunPlan& plan, Rank& rank, const fs::path& folder) {
   const auto start = std::chrono::steady_clock::now();

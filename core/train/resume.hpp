@@ -18,6 +18,10 @@ struct Resumed {
   std::string data;  // the sampler's state
 };
 
+// The checkpoint this run continues from: the one plait run checked, else [checkpoint]'s
+// own answer; nothing for a fresh start.
+std::optional<std::filesystem::path> resume_point(const RunPlan& plan);
+
 // The data plugin's state loaded from `folder`, tied copies refreshed (collective over
 // every rank: plugins may communicate while they load).
 Resumed load_checkpoint(const RunPlan& plan, Rank& rank, const std::filesystem::path& folder);

@@ -95,8 +95,7 @@ void log_start(const RunPlan& plan, const Rank& rank) {
 
 // A resumed run: the plugins' state, the data position and the step counts of the checkpoint.
 TrainingProgress resume(const RunPlan& plan, Rank& rank, StepRunner& runner, NonFiniteGuard& guard) {
-  const auto from = plan.resume_from.empty() ? checkpoint::resume_source(plan.config->table("checkpoint"), plan.out_dir)
-                                             : std::optional<std::filesystem::path>(plan.resume_from);
+  const auto from = resume_point(plan);
   if (!from) return {};
   const Resumed resumed = load_checkpoint(plan, rank, *from);
   runner.restore_data(resumed.data);

@@ -328,6 +328,20 @@ TEST_CASE("[model] init_from starts any mesh from a checkpoint's weights, and re
   CHECK_FALSE(fs::exists(saved.dir / "other"));
   CHECK_THAT(r.output, Contains("checkpoint " + saved.folder().string() + ": parameter transformer.wte.weight is [256, 64] "
                                 "there and [256, 128] in this model"));
+  // A resumed run's checkpoint holds every weight: init_from is said not to be read, and the
+  // run ends where the same resume without it does.
+  const ProcessResult plain = saved.resume({});
+  REQUIRE(plain.exit_code == 0);
+  const fs::path plain_end = saved.dir / "plain";
+  fs::rename(saved.dir / "again", plain_end);
+  const ProcessResult both = saved.resume({"model.init_from=" + (start / "checkpoints" / "step-1").string()});
+  INFO(both.output);
+  REQUIRE(both.exit_code == 0);
+  CHECK_THAT(both.output, Contains("[model] init_from (--set model.init_from=") &&
+                              Contains(") is not read: the run resumes from " + saved.folder().string() +
+                                       ", which holds every weight"));
+  CHECK_THAT(both.output, !Contains("initial weights from"));
+  expect_same_state(plain_end / "checkpoints" / "step-6", saved.dir / "again" / "checkpoints" / "step-6");
 }
 
 TEST_CASE("a save or an export that meets a full disk fails naming the file, and leaves nothing half-written",
