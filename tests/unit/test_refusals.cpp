@@ -34,6 +34,8 @@ struct Case {
   std::map<std::string, std::string> env = {};
   std::string config_path = "run.toml";         // what is named on the command line
   bool own_out = false;                         // args name --out themselves
+  // run and validate say the same up to this (what follows is the machine's moment: its free memory)
+  std::string same_until = {};
 };
 
 std::string expand(std::string s, const fs::path& dir) {
@@ -138,7 +140,9 @@ void expect_refused(const Case& c) {
   CHECK(!fs::exists(dir / "runs"));
   // `config validate` refuses the same way.
   CHECK(validate.exit_code == run.exit_code);
-  CHECK(error_line(validate.output) == error_line(run.output));
+  const std::string said = error_line(run.output);
+  const std::size_t until = c.same_until.empty() ? std::string::npos : said.find(c.same_until);
+  CHECK(error_line(validate.output).substr(0, until) == said.substr(0, until));
 }
 
 void expect_all_refused(const std::vector<Case>& cases) {
@@ -320,7 +324,7 @@ TEST_CASE("refused before anything starts: model, mesh and plugins that do not f
       // 1.5 TiB of state: more than any machine this runs on has free.
       {.name = "model state past the memory this machine has free", .args = {"--set", "model.n_embd=65536"},
        .place = "--set model.n_embd=65536: this process holds 1536.34 GiB of model state before the first step",
-       .says = "of memory free: the run would be killed for want of memory"},
+       .says = "of memory free: the run would be killed for want of memory", .same_until = "but this machine has"},
       {.name = "an unknown comm plugin on one process, which needs none", .args = {"--set", "parallel.comm=nosuch"},
        .place = "--set parallel.comm=nosuch: [parallel].comm: unknown comm plugin 'nosuch'", .says = "gloo"},
       {.name = "an unknown plugin", .config = "[parallel]\ndata = \"dpp\"\n",
