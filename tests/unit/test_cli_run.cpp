@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -50,6 +51,19 @@ TEST_CASE("plait run trains in one process: loss falls, every file is written", 
   const std::string lock = read_file(out / "config.lock.toml");
   CHECK_THAT(lock, Contains("[lock]") && Contains("flops_per_token = ") && Contains("peak_flops = 1e+12") &&
                        Contains("warmup_steps = 5") && Contains("steps = 30"));
+}
+
+TEST_CASE("more compute threads than the node's cores are warned about, naming the setting", "[cli]") {
+  // 64 threads on a machine of fewer cores (every machine this suite runs on); a machine of
+  // 64 or more has nothing to warn about.
+  if (std::thread::hardware_concurrency() >= 64) return;
+  TempDir dir;
+  const ProcessResult r = run_plait({"run", source_path("configs/gpt2-tiny-single.toml"), "--steps", "1", "--set",
+                                     "train.threads=64", "--out", (dir / "run").string()});
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("--set train.threads=64: [train] threads = 64 asks for 64 compute threads on this node's ") &&
+                           Contains(" usable cores (1 rank): they preempt each other every step"));
 }
 
 TEST_CASE("the final line counts the steps this run trained: not the records it kept, nor an earlier run's",
