@@ -62,7 +62,7 @@ std::vector<Outcome> check_combinations(const SweepArgs& args, const std::vector
     run.steps = args.steps;
     // Each value named by the --vary that gave it, not as a --set the user never typed.
     for (const std::string& set : c.sets) {
-      const std::string key = set.substr(0, set.find('='));
+      const std::string key = assignment_key(set);
       std::string flag = concat("--vary ", key);
       for (const std::string& vary : args.vary) {
         if (vary.rfind(key + "=", 0) == 0) flag = concat("--vary ", vary);
@@ -132,9 +132,7 @@ int sweep(const SweepArgs& args) {
   // A --set of a varied key would be overridden in every run, silently.
   for (const auto& v : variations) {
     for (const auto& set : args.sets) {
-      std::string key = set.substr(0, set.find('='));
-      key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
-      PLAIT_CHECK(key != v.key,
+      PLAIT_CHECK(assignment_key(set) != v.key,
                   concat("--vary ", v.key, " and --set ", set, " both set ", v.key, ": every run would take the --vary value"),
                   concat("drop the --set, or give its value among --vary ", v.key, "'s"));
     }

@@ -13,23 +13,14 @@ namespace plait::cli {
 
 std::string figure(double x) {
   if (!(x > 0) || x >= 100) return concat(std::llround(x));
-  char text[32];
-  const int decimals = std::max(0, 1 - static_cast<int>(std::floor(std::log10(x))));  // two significant digits
-  std::snprintf(text, sizeof(text), "%.*f", decimals, x);
-  return text;
+  return fixed_digits(x, 2);
 }
 
 namespace {
 
 // A step's seconds in a column: three significant digits, never in exponent form
 // ("0.244", "12.5", "0.0000964").
-std::string step_seconds(double s) {
-  if (!(s > 0)) return "0";
-  char text[32];
-  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(s))));
-  std::snprintf(text, sizeof(text), "%.*f", decimals, s);
-  return text;
-}
+std::string step_seconds(double s) { return s > 0 ? fixed_digits(s, 3) : "0"; }
 
 nlohmann::ordered_json phases_json(const StepPhases& s) {
   return {{"compute_ms", s.compute * 1e3},

@@ -1,5 +1,6 @@
 #include "config/config_loader.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -272,6 +273,12 @@ std::pair<std::string, std::string> assignment_and_flag(const std::string& overr
 }  // namespace
 
 std::string flag_override(const std::string& flag, const std::string& value) { return concat(flag, "=", value); }
+
+std::string assignment_key(const std::string& assignment) {
+  std::string key = assignment.substr(0, assignment.find('='));
+  key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
+  return key;
+}
 
 std::string derived_override(const std::string& flag, const std::string& assignment) {
   return concat(flag, "\t", assignment);

@@ -29,6 +29,9 @@ std::vector<BundleDir> config_bundle_dirs(const std::filesystem::path& file);
 // name as its source, so an error about it names what the user typed.
 void apply_override(ConfigTree& tree, const std::string& assignment);
 
+// The key an assignment sets: assignment_key("train.lr = 3e-4") == "train.lr".
+std::string assignment_key(const std::string& assignment);
+
 // An override a command derives from one of its own flags (plan --explain's --gpus 8 is
 // parallel.dp=4): its value's source is that flag, as flag_override's are.
 // derived_override("--gpus 8", "parallel.dp=4") is named "--gpus 8, as parallel.dp=4".

@@ -51,6 +51,13 @@ const std::vector<TableSchema>& core_schemas() {
   return schemas;
 }
 
+const TableSchema& core_schema(const std::string& table) {
+  for (const TableSchema& s : core_schemas()) {
+    if (s.table == table) return s;
+  }
+  throw Error(concat("the core has no [", table, "] table"), "");
+}
+
 const Options& ResolvedConfig::table(const std::string& name) const {
   for (const auto& [table, resolved] : tables_) {
     if (table == name) return resolved.options;

@@ -15,6 +15,8 @@ namespace plait {
 
 // The core's tables, in the order they are printed.
 const std::vector<TableSchema>& core_schemas();
+// One of them by its table's name (throws for a table the core does not have).
+const TableSchema& core_schema(const std::string& table);
 // A plugin's schema, parsed once per process; errors name the plugin and its library.
 const TableSchema& plugin_schema(const PluginRecord& record);
 

@@ -6,6 +6,7 @@
 
 #include <c10/core/ScalarType.h>
 
+#include "model/model_spec.hpp"
 #include "model/precision.hpp"
 #include "plait/sdk/error.hpp"
 #include "plan/data_cost.hpp"
@@ -24,10 +25,6 @@ int64_t frozen_bytes(const RankParameters& r, const ResolvedConfig& config) {
   return (r.frozen_elements - r.frozen_bf16_elements) * element + r.frozen_bf16_elements * 2;
 }
 
-}  // namespace
-
-namespace {
-
 // What one rank of each pipeline stage holds before its first step, by its data plugin's
 // cost model; nothing when the plugin has none (what it keeps is known only as it runs).
 struct StageState {
@@ -35,10 +32,13 @@ struct StageState {
   int64_t frozen = 0;
   int64_t on_device() const { return state.params + state.grads + state.optimizer + frozen; }
   int64_t on_host() const { return state.host_params + state.host_grads + state.host_optimizer; }
-  std::string parts() const {
-    return concat("parameters ", human_bytes(state.params + state.host_params), ", gradients ",
-                  human_bytes(state.grads + state.host_grads), ", optimizer state ",
-                  human_bytes(state.optimizer + state.host_optimizer),
+  // "parameters 5 MiB, gradients ..., optimizer state ...[, frozen parameters ...]", what the
+  // device holds, and what offload keeps in host memory too when `with_host`.
+  std::string parts(bool with_host) const {
+    const auto host = [&](int64_t bytes) { return with_host ? bytes : 0; };
+    return concat("parameters ", human_bytes(state.params + host(state.host_params)), ", gradients ",
+                  human_bytes(state.grads + host(state.host_grads)), ", optimizer state ",
+                  human_bytes(state.optimizer + host(state.host_optimizer)),
                   frozen > 0 ? concat(", frozen parameters ", human_bytes(frozen)) : "");
   }
 };
@@ -95,9 +95,7 @@ void check_state_fits_memory_limit(const PreparedRun& run) {
         concat(config.table("train").where("memory_limit_mb"), ": [train] memory_limit_mb = ", short_number(limit_mb),
                " is below what ", run.mesh.pp > 1 ? concat("pipeline rank ", pp_rank, "'s ranks hold") : std::string("each rank holds"),
                " before its first step: ", human_bytes(needed), " of model state under data plugin '", parallel.data,
-               "' (offload '", parallel.offload, "'): parameters ", human_bytes(s.state.params), ", gradients ",
-               human_bytes(s.state.grads), ", optimizer state ", human_bytes(s.state.optimizer),
-               s.frozen > 0 ? concat(", frozen parameters ", human_bytes(s.frozen)) : ""),
+               "' (offload '", parallel.offload, "'): ", s.parts(/*with_host=*/false)),
         concat("raise train.memory_limit_mb above ", short_number(static_cast<double>(needed) / (1024 * 1024), 4),
                " (activations need more still), or shard the model state (parallel.data = \"zero\" with zero.stage = 3, "
                "or \"fsdp\"; add parallel.offload = \"cpu\")"));
@@ -109,6 +107,11 @@ void check_state_fits_host(const PreparedRun& run, int node_rank, int nproc) {
   if (available <= 0) return;
   const bool on_cpu = run.config->train().device == "cpu";
   if (!on_cpu && run.config->parallel().offload == "none") return;  // the state lives on the GPUs
+  // Most runs fit many times over: the whole model's weights, gradients and two AdamW moments
+  // in every local rank, twice over for adapters and copies, bound the state without the
+  // model's meta build that the cost models need (seconds for a large model, on every launch).
+  const double whole = 4.0 * 8.0 * static_cast<double>(closed_form_params(run.model));
+  if (2.0 * whole * nproc <= static_cast<double>(available)) return;
   const auto stages = stage_states(run);
   if (!stages) return;
   int64_t needed = 0;
@@ -127,7 +130,7 @@ void check_state_fits_host(const PreparedRun& run, int node_rank, int nproc) {
   const StageState& first = stages->front();
   throw Error(concat(place, ": ", nproc == 1 ? "this process holds " : concat("this node's ", nproc, " ranks hold "),
                      human_bytes(needed), " of model state before the first step (",
-                     nproc == 1 ? "" : stages->size() == 1 ? "each rank: " : "a rank of pipeline stage 0: ", first.parts(),
+                     nproc == 1 ? "" : stages->size() == 1 ? "each rank: " : "a rank of pipeline stage 0: ", first.parts(/*with_host=*/true),
                      "), but this machine has ", human_bytes(available),
                      " of memory free: the run would be killed for want of memory"),
               "shard the model state over more ranks (parallel.data = \"fsdp\", or \"zero\" with zero.stage = 3), "

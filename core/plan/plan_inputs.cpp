@@ -36,19 +36,23 @@ std::vector<std::string> local_stand_ins(const std::string& config_path, const s
   return out;
 }
 
+// `sets` and, after them, the stand-ins this machine needs.
+std::vector<std::string> with_stand_ins(const std::string& config_path, std::vector<std::string> sets,
+                                        std::vector<std::string>* said) {
+  const std::vector<std::string> local = local_stand_ins(config_path, sets, said);
+  sets.insert(sets.end(), local.begin(), local.end());
+  return sets;
+}
+
 }  // namespace
 
 PreparedRun prepare_for_machine(const std::string& config_path, std::vector<std::string> sets, const KnownWorld& known_world,
                                 bool scan_data, std::vector<std::string>* stood_in) {
-  const std::vector<std::string> local = local_stand_ins(config_path, sets, stood_in);
-  sets.insert(sets.end(), local.begin(), local.end());
-  return prepare_run(config_path, sets, known_world, scan_data);
+  return prepare_run(config_path, with_stand_ins(config_path, std::move(sets), stood_in), known_world, scan_data);
 }
 
 void check_schemas_for_machine(const std::string& config_path, std::vector<std::string> sets) {
-  const std::vector<std::string> local = local_stand_ins(config_path, sets, nullptr);
-  sets.insert(sets.end(), local.begin(), local.end());
-  const LoadedConfig loaded = load_config(config_path, sets);
+  const LoadedConfig loaded = load_config(config_path, with_stand_ins(config_path, std::move(sets), nullptr));
   const PluginRegistry registry = discover_plugins(config_plugin_dirs(loaded.tree));
   registry.throw_if_refused();
   (void)resolve_config(loaded.tree, registry);

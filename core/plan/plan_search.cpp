@@ -180,19 +180,14 @@ class CandidateEvaluator {
 
 // A --set of a key the plans set for themselves would be overwritten in each of them, silently.
 void refuse_searched_sets(const std::vector<std::string>& sets, const std::vector<PlanCandidate>& candidates) {
-  auto key_of = [](const std::string& assignment) {
-    std::string key = assignment.substr(0, assignment.find('='));
-    key.erase(std::remove(key.begin(), key.end(), ' '), key.end());
-    return key;
-  };
   std::set<std::string> searched;
   for (const PlanCandidate& c : candidates) {
-    for (const std::string& s : c.sets) searched.insert(key_of(s));
+    for (const std::string& s : c.sets) searched.insert(assignment_key(s));
   }
   for (const std::string& set : sets) {
-    PLAIT_CHECK(searched.count(key_of(set)) == 0,
-                concat("--set ", set, ": the search chooses ", key_of(set), " for each plan it tries, so this value "
-                       "would be ignored"),
+    PLAIT_CHECK(searched.count(assignment_key(set)) == 0,
+                concat("--set ", set, ": the search chooses ", assignment_key(set), " for each plan it tries, so this "
+                       "value would be ignored"),
                 "drop it to let the search choose, or predict that one configuration: plait plan --explain CONFIG --set ...");
   }
 }

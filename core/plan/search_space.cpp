@@ -30,13 +30,6 @@ std::vector<RoleVariant> combinations(const TableSchema& schema, const std::stri
   return out;
 }
 
-const TableSchema& core_schema(const std::string& table) {
-  for (const TableSchema& s : core_schemas()) {
-    if (s.table == table) return s;
-  }
-  throw Error(concat("the core has no [", table, "] table"), "");
-}
-
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> out;
   for (int64_t d = 1; d <= n; ++d) {

@@ -101,20 +101,13 @@ FaultReach fault_reach(const ResolvedConfig& config, const MeshShape& mesh) {
           .saves_at = [=](int64_t step) { return (every > 0 && step % every == 0) || (final && step == steps); }};
 }
 
-}  // namespace
-
-namespace {
-
 // Whether a core key's value is not its schema's default: a lock file writes every key, so
 // "set" cannot tell what the user chose, but a value that was changed can.
 bool changed(const Options& table, const std::string& key) {
-  for (const TableSchema& schema : core_schemas()) {
-    if (schema.table != table.table()) continue;
-    const OptionSpec* spec = schema.find(key);
-    if (spec == nullptr || !spec->default_value) return true;
-    return check_value(schema, key, *spec->default_value, Source::from_default()) != table.values().at(key);
-  }
-  return true;
+  const TableSchema& schema = core_schema(table.table());
+  const OptionSpec* spec = schema.find(key);
+  if (spec == nullptr || !spec->default_value) return true;
+  return check_value(schema, key, *spec->default_value, Source::from_default()) != table.values().at(key);
 }
 
 // Where the other setting of a pair came from, "the default" when nobody chose it.
