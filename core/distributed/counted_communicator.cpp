@@ -94,15 +94,22 @@ class CountedWork final : public Work {
     }
     const double blocked = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     traced_.done();  // what the host saw: on a GPU the kernel may still run
-    flight_.recorder->completed(flight_.handle);
     // A CPU operation is done when its wait returns, whatever its Work says (gloo's
     // reduce-scatter reports itself incomplete for a while after).
     if (on_cpu_) {
+      flight_.recorder->completed(flight_.handle);
       stats_.complete(id_, inner_->device_seconds(), blocked);
       return;
     }
+    // On a GPU the wait only ordered the stream: the flight record stays "started" (the
+    // rank is in it) until the work itself says it is done, or a hang on the device would
+    // read as completed.
     stats_.waited(id_, blocked,
-                  HeldOp{.is_completed = [w = inner_] { return w->is_completed(); },
+                  HeldOp{.is_completed = [w = inner_, flight = flight_] {
+                           const bool done = w->is_completed();
+                           if (done) flight.recorder->completed(flight.handle);
+                           return done;
+                         },
                          .device_seconds = [w = inner_] { return w->device_seconds(); }});
   }
   std::exception_ptr exception() override { return inner_->exception(); }

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "data/batch_upload.hpp"
 #include "debug/plugin_call.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/document_layout.hpp"
@@ -84,7 +85,7 @@ class StepPlay {
     const Batch& batch = batches_[static_cast<std::size_t>(a.microbatch)];
     at::Tensor x;
     if (a.stage == 0) {
-      x = batch.inputs.to(s_.device);
+      x = batch.inputs;  // on the device since the step began (batches_on)
     } else {
       x = take(activations_in_, key, ActionType::recv_activation);
       x.requires_grad_(true);
@@ -103,7 +104,7 @@ class StepPlay {
     }
     if (a.stage == s_.spec.stages() - 1) {
       if (requests_.keep_first_logits && a.microbatch == 0) out_.first_logits = s_.factory->whole_logits(h.detach());
-      at::Tensor loss_sum = s_.factory->token_loss_sum(h, batch.targets.to(s_.device));
+      at::Tensor loss_sum = s_.factory->token_loss_sum(h, batch.targets);
       out_.loss_sum += loss_sum.detach().to(at::kDouble);  // on the device: the host reads it once per step
       outputs_[key] = loss_sum / tokens_;
     } else {
@@ -288,7 +289,8 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, const a
                                      StepRequests requests) {
   PLAIT_CHECK(static_cast<int64_t>(batches.size()) == s_.spec.microbatches,
               concat("the schedule is for ", s_.spec.microbatches, " microbatches, the step has ", batches.size()), "");
-  return StepPlay(s_, batches, tokens, requests, backwards_, last_backward_of_).play();
+  const std::vector<Batch> on_device = batches_on(batches, s_.device);
+  return StepPlay(s_, on_device, tokens, requests, backwards_, last_backward_of_).play();
 }
 
 }  // namespace plait

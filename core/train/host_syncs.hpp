@@ -1,12 +1,18 @@
 #pragma once
 // Waits for the device that bypass the core's reader (debug.count_host_syncs): an
-// `.item()`, an `equal`, a `nonzero` or a device-to-host copy anywhere on this rank,
+// `.item()`, an `equal`, a `nonzero`, a device-to-host copy or an upload the host waits
+// out (a host-to-device copy that is not non-blocking from pinned memory) anywhere on this rank,
 // found by a global RecordFunction observer, so that `plait verify` can hold a plugin to
 // the one-read-per-step rule it cannot see through the HostReader it was handed. Off,
 // nothing is observed and nothing costs.
 #include <cstdint>
 
 namespace plait {
+
+// Whether a copy holds the host until the device is done with it: every read back, and
+// every upload but a non-blocking one from pinned memory (from pageable memory CUDA
+// stages the copy through the host and returns only once it is staged).
+bool copy_waits_for_device(bool to_host, bool from_host, bool non_blocking, bool from_pinned);
 
 class HostSyncCounter {
  public:

@@ -156,10 +156,10 @@ void StepReporter::note_straggler(int64_t step, const std::vector<RankFigures>& 
   if (const std::string line = stragglers_.change(now, step); !line.empty()) core_log().warn(line);
 }
 
-// Every rank's figures, on rank 0 only (empty elsewhere): each other rank sends its
-// numbers straight to rank 0, so no rank but 0 does more as the job grows, and nothing
-// is exchanged between the steps that are not recorded. Its bytes are counted in the
-// next record's traffic.
+// Every rank's figures, on rank 0 only (empty elsewhere), from one all-gather over the
+// world group: point-to-point reports to rank 0 would have NCCL connect rank 0 with every
+// rank. Nothing is exchanged between the steps that are not recorded, and only rank 0
+// reads the figures back to the host. Its bytes are counted in the next record's traffic.
 std::vector<RankFigures> StepReporter::at_rank_zero(const RankFigures& mine) {
   std::vector<double> numbers;
   for (const auto& f : mine) numbers.push_back(f.second);
@@ -168,23 +168,11 @@ std::vector<RankFigures> StepReporter::at_rank_zero(const RankFigures& mine) {
   at::Tensor all = local;
   Communicator* everyone = plan_.world->all();
   if (everyone != nullptr) {
-    const int me = everyone->rank(), n = everyone->size();
-    std::vector<PointToPoint> ops;
-    PointToPointOptions o;
+    CommOptions o;
     o.tag = {"core", "rank-report", "", -1};
-    if (me == 0) {
-      all = at::empty({n, local.numel()}, options.device(rank_.device));
-      all[0].copy_(local);
-      for (int r = 1; r < n; ++r) {
-        o.peer = r;
-        ops.push_back({PointToPoint::Kind::recv, all[r], o});
-      }
-    } else {
-      o.peer = 0;
-      ops.push_back({PointToPoint::Kind::send, local.to(rank_.device), o});
-    }
-    for (const auto& work : everyone->batch_p2p(ops)) work->wait();
-    if (me != 0) return {};
+    all = at::empty({everyone->size() * local.numel()}, options.device(rank_.device));  // flat, as gloo wants
+    everyone->all_gather(all, local.to(rank_.device), o)->wait();
+    if (everyone->rank() != 0) return {};
     all = rank_.host_reads.read(all, "rank report");
   }
   all = all.contiguous();

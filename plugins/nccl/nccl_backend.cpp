@@ -55,8 +55,11 @@ class NcclBackend final : public plait::CommBackend {
     pg->setBoundDeviceId(gpu);
     pg->eagerConnectSingleDevice(gpu);
     if (timing_) pg->enableCollectivesTiming();
+    // A wait orders the rank's stream after the collective and lets the host go on; the
+    // watchdog keeps the group's timeout (options->timeout).
     return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "nccl", spec.group_rank, size,
-                                                                /*supports_avg=*/true, /*device_timed=*/timing_);
+                                                                /*supports_avg=*/true, /*device_timed=*/timing_,
+                                                                plait::c10d_comm::WaitHolds::stream);
   }
 
  protected:

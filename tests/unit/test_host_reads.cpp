@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/test_support.hpp"
+#include "train/host_syncs.hpp"
 
 using namespace plait;
 using namespace plait::test;
@@ -67,4 +68,31 @@ TEST_CASE("logging every step reads twice per step, and the losses do not depend
   REQUIRE(some.size() == 2);
   CHECK(some[0].at("loss").get<double>() == all[3].at("loss").get<double>());
   CHECK(some[1].at("loss").get<double>() == all[7].at("loss").get<double>());
+}
+
+TEST_CASE("the host-sync counter sees uploads the host waits out, and not a non-blocking one from pinned memory",
+          "[runs][syncs]") {
+  HostSyncCounter counter;
+  counter.start();
+  counter.take();
+  const at::Tensor host = at::ones({4});
+  // The meta device stands in for a GPU here: a copy onto it is an upload.
+  at::empty({4}, at::TensorOptions().device(at::kMeta)).copy_(host);
+  CHECK(counter.take() == 1);
+  at::empty({4}, at::TensorOptions().device(at::kMeta)).copy_(host, /*non_blocking=*/true);  // pageable: staged
+  CHECK(counter.take() == 1);
+  (void)host.to(at::kMeta);
+  CHECK(counter.take() == 1);
+  at::empty({4}).copy_(host);  // within the host
+  CHECK(counter.take() == 0);
+  {
+    const CountedRead core_read;  // the core's own, counted elsewhere
+    at::empty({4}, at::TensorOptions().device(at::kMeta)).copy_(host);
+  }
+  CHECK(counter.take() == 0);
+  CHECK(copy_waits_for_device(/*to_host=*/false, /*from_host=*/true, /*non_blocking=*/true, /*from_pinned=*/false));
+  CHECK_FALSE(copy_waits_for_device(false, true, true, /*from_pinned=*/true));
+  CHECK(copy_waits_for_device(false, true, /*non_blocking=*/false, true));
+  CHECK(copy_waits_for_device(/*to_host=*/true, /*from_host=*/false, true, false));
+  CHECK_FALSE(copy_waits_for_device(false, false, false, false));
 }

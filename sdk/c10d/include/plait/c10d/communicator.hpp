@@ -37,13 +37,31 @@ inline c10::intrusive_ptr<c10d::Store> group_store(const GroupSpec& spec) {
   return c10::make_intrusive<c10d::PrefixStore>(spec.store_prefix, tcp);
 }
 
+// What a wait() holds back. `host`: the calling thread, until the operation is done or its
+// timeout passes; the backend's operations run on the host (gloo's threads), and the wait
+// is the only place their timeout is kept. `stream`: only the current CUDA stream, ordered
+// after the collective; the host goes on at once. ProcessGroupNCCL's wait(timeout) blocks
+// the calling thread until the kernel ends whenever it is given a timeout (c10d's
+// WorkNCCL::synchronizeInternal), which serialises every bucket, gather and backward
+// launch; so a `stream` wait passes c10d::kNoTimeout, and the job's timeout is kept by
+// ProcessGroupNCCL's watchdog (Options::timeout, and each operation's own from its issue).
+enum class WaitHolds { host, stream };
+
+// The timeout a wait() hands to the c10d Work: `asked` (0: the group's `group_timeout`,
+// 0 again: the backend's own) on a host wait; none on a stream wait.
+inline std::chrono::milliseconds c10d_wait_timeout(WaitHolds holds, std::chrono::milliseconds asked,
+                                                   std::chrono::milliseconds group_timeout) {
+  if (holds == WaitHolds::stream) return ::kNoTimeout;  // c10d declares it outside its namespace
+  return asked.count() > 0 ? asked : group_timeout;
+}
+
 class C10dWork final : public Work {
  public:
   // `group_timeout`: the wait of an operation given none (0: the backend's own). gloo's
   // receives otherwise wait as long as its pairs took to connect, not the group's timeout.
   C10dWork(c10::intrusive_ptr<c10d::Work> work, bool device_timed,
-           std::chrono::milliseconds group_timeout = std::chrono::milliseconds(0))
-      : work_(std::move(work)), timed_(device_timed), group_timeout_(group_timeout) {}
+           std::chrono::milliseconds group_timeout = std::chrono::milliseconds(0), WaitHolds holds = WaitHolds::host)
+      : work_(std::move(work)), timed_(device_timed), group_timeout_(group_timeout), holds_(holds) {}
   bool is_completed() override { return work_->isCompleted(); }
   // c10d's getDuration() is the milliseconds between the CUDA events around the kernel,
   // recorded only when the backend's timing is on; it refuses an unfinished operation.
@@ -56,7 +74,7 @@ class C10dWork final : public Work {
     }
   }
   void wait(std::chrono::milliseconds timeout) override {
-    work_->wait(timeout.count() > 0 ? timeout : group_timeout_);
+    work_->wait(c10d_wait_timeout(holds_, timeout, group_timeout_));
   }
   std::exception_ptr exception() override { return work_->isCompleted() ? work_->exception() : nullptr; }
 
@@ -64,20 +82,27 @@ class C10dWork final : public Work {
   c10::intrusive_ptr<c10d::Work> work_;
   bool timed_;
   std::chrono::milliseconds group_timeout_;
+  WaitHolds holds_;
 };
 
 class C10dCommunicator final : public Communicator {
  public:
   // `device_timed`: the backend records CUDA events around each kernel (getDuration()).
+  // `holds`: what its waits hold back (WaitHolds: `stream` for a CUDA backend).
   C10dCommunicator(c10::intrusive_ptr<c10d::Backend> backend, std::string name, int rank, int size, bool supports_avg,
-                   bool device_timed = false)
+                   bool device_timed = false, WaitHolds holds = WaitHolds::host)
       : backend_(std::move(backend)),
         name_(std::move(name)),
         rank_(rank),
         size_(size),
         supports_avg_(supports_avg),
         device_timed_(device_timed),
+        holds_(holds),
         group_timeout_(timeout_of(*backend_)) {}
+
+  // The backend, for what a plugin does beyond the Communicator (splitting it, shutting
+  // it down).
+  const c10::intrusive_ptr<c10d::Backend>& c10d_backend() const { return backend_; }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -162,7 +187,7 @@ class C10dCommunicator final : public Communicator {
     if (o.timeout.count() > 0) opts.timeout = o.timeout;
   }
   std::shared_ptr<Work> wrap(c10::intrusive_ptr<c10d::Work> w) const {
-    return std::make_shared<C10dWork>(std::move(w), device_timed_, group_timeout_);
+    return std::make_shared<C10dWork>(std::move(w), device_timed_, group_timeout_, holds_);
   }
   static std::chrono::milliseconds timeout_of(c10d::Backend& backend) {
     try {
@@ -177,6 +202,7 @@ class C10dCommunicator final : public Communicator {
   int rank_, size_;
   bool supports_avg_;
   bool device_timed_;
+  WaitHolds holds_;
   std::chrono::milliseconds group_timeout_;
 };
 
