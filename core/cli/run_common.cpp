@@ -16,6 +16,7 @@
 #include "util/short_number.hpp"
 #include "run/run_folder.hpp"
 #include "run/run_status.hpp"
+#include "timing/device_peaks.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -73,7 +74,7 @@ std::string lock_text(const PreparedRun& prep) {
   text += concat("\n[lock]\nplait_version = \"", PLAIT_VERSION, "\"\ntorch_version = \"", TORCH_VERSION,
                  "\"\nparams = ", closed_form_params(prep.model),
                  "\nflops_per_token = ", ConfigValue::of(flops_per_token(prep.model, seq_len)).to_toml(),
-                 "\npeak_flops = ", ConfigValue::of(train.peak_flops).to_toml(),
+                 "\npeak_flops = ", ConfigValue::of(effective_peak_flops(train)).to_toml(),
                  "\nworld_size = ", prep.world_size, "\n");
   // Every file read but the main config: the bundles (absolute: the lock may be read
   // from anywhere), with what they held.

@@ -148,9 +148,9 @@ class CountedWork final : public Work {
 class CountedCommunicator final : public Communicator {
  public:
   CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, std::vector<int> ranks,
-                      CommStats& stats, FlightRecorder& flight, bool on_cpu)
+                      CommStats& stats, FlightRecorder& flight, const at::Device& device, bool ends_at_wait)
       : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), ranks_(std::move(ranks)),
-        stats_(stats), flight_(flight), on_cpu_(on_cpu) {
+        stats_(stats), flight_(flight), device_(device), on_cpu_(ends_at_wait) {
     flight_.add_group(group_, ranks_);
   }
 
@@ -159,25 +159,36 @@ class CountedCommunicator final : public Communicator {
   std::string backend() const override { return inner_->backend(); }
 
   std::shared_ptr<Work> all_reduce(at::Tensor& t, const AllReduceOptions& o) override {
+    on_device("all_reduce", t, o.tag);
     return run("all_reduce", t, bytes(t), o.tag, [&] { return inner_->all_reduce(t, o); });
   }
   std::shared_ptr<Work> reduce_scatter(at::Tensor& out, const at::Tensor& in, const ReduceScatterOptions& o) override {
+    on_device("reduce_scatter", in, o.tag, "input");
+    on_device("reduce_scatter", out, o.tag, "output");
     return run("reduce_scatter", in, bytes(in), o.tag, [&] { return inner_->reduce_scatter(out, in, o); });
   }
   std::shared_ptr<Work> all_gather(at::Tensor& out, const at::Tensor& in, const CommOptions& o) override {
+    on_device("all_gather", in, o.tag, "input");
+    on_device("all_gather", out, o.tag, "output");
     return run("all_gather", out, bytes(out), o.tag, [&] { return inner_->all_gather(out, in, o); });
   }
   std::shared_ptr<Work> broadcast(at::Tensor& t, const BroadcastOptions& o) override {
+    on_device("broadcast", t, o.tag);
     return run("broadcast", t, bytes(t), o.tag, [&] { return inner_->broadcast(t, o); });
   }
   std::shared_ptr<Work> send(const at::Tensor& t, const PointToPointOptions& o) override {
+    on_device("send", t, o.tag);
     return run("send", t, bytes(t), o.tag, [&] { return inner_->send(t, o); }, &o);
   }
   std::shared_ptr<Work> recv(at::Tensor& t, const PointToPointOptions& o) override {
+    on_device("recv", t, o.tag);
     return run("recv", t, bytes(t), o.tag, [&] { return inner_->recv(t, o); }, &o);
   }
   // Each operation of the group is counted as its own, all issued by the one call.
   std::vector<std::shared_ptr<Work>> batch_p2p(std::vector<PointToPoint>& ops) override {
+    for (const PointToPoint& op : ops) {
+      on_device(op.kind == PointToPoint::Kind::send ? "send" : "recv", op.tensor, op.options.tag);
+    }
     std::vector<std::shared_ptr<Work>> issued;
     stats_.before_issue(static_cast<int>(ops.size()));
     try {
@@ -208,6 +219,20 @@ class CountedCommunicator final : public Communicator {
 
  private:
   static int64_t bytes(const at::Tensor& t) { return static_cast<int64_t>(t.numel() * t.element_size()); }
+
+  // Every tensor a communicator sees is on the rank's device: NCCL handed a host tensor
+  // fails in its kernel or reads garbage, gloo handed a GPU one copies it silently. On the
+  // meta device (plait plan --measure, the tests' first steps) a host tensor shows here
+  // where no GPU exists.
+  void on_device(const char* op, const at::Tensor& t, const OpTag& tag, const char* role = nullptr) const {
+    if (!t.defined() || t.device() == device_) return;
+    throw Error(concat("rank ", ranks_.at(static_cast<std::size_t>(inner_->rank())), ": the ", op, " on group ",
+                       group_, " for ", describe_tag(tag), " was handed ", role ? concat("an ", role, " ") : "a ",
+                       "tensor on ", t.device().str(), ", but the group's tensors are on ", device_.str(),
+                       " (the rank's device)"),
+                concat(tag.plugin.empty() ? std::string("the caller") : tag.plugin,
+                       " must move what it communicates to the rank's device (where the model's parameters are) before the call"));
+  }
 
   // A traced step's operation: its trace event begins at issue (a collective) or is
   // written at completion (a send or receive, with both ends' global ranks).
@@ -257,7 +282,7 @@ class CountedCommunicator final : public Communicator {
                        " was torn down (injected fault '", faults.aborted(), "')"),
                 "a fault of [debug] faults or PLAIT_FAULTS did this on purpose");
     if (p2p != nullptr || !faults.at_collective(group_, flight_.collectives_on(group_) + 1)) return {};
-    const at::TensorOptions options = t.defined() ? t.options() : at::TensorOptions(at::kFloat);
+    const at::TensorOptions options = t.defined() ? t.options() : at::TensorOptions(at::kFloat).device(device_);
     return at::zeros({std::max<int64_t>(1, (t.defined() ? t.numel() : 2) / 2)}, options);
   }
 
@@ -305,6 +330,7 @@ class CountedCommunicator final : public Communicator {
   std::vector<int> ranks_;
   CommStats& stats_;
   FlightRecorder& flight_;
+  at::Device device_;
   bool on_cpu_;
 };
 
@@ -313,8 +339,16 @@ class CountedCommunicator final : public Communicator {
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
                                            FlightRecorder& flight, const std::string& device) {
+  const at::Device on(device);
   return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), std::move(ranks),
-                                               stats, flight, device.rfind("cpu", 0) == 0 || device == "meta");
+                                               stats, flight, on, on.is_cpu() || on.is_meta());
+}
+
+std::shared_ptr<Communicator> make_counted_for_test(std::shared_ptr<Communicator> inner, std::string group_name,
+                                                    std::vector<int> ranks, CommStats& stats, FlightRecorder& flight,
+                                                    const std::string& tensors_on, bool ends_at_wait) {
+  return std::make_shared<CountedCommunicator>(std::move(inner), "dp", std::move(group_name), std::move(ranks), stats,
+                                               flight, at::Device(tensors_on), ends_at_wait);
 }
 
 }  // namespace plait

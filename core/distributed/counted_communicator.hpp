@@ -16,8 +16,16 @@ namespace plait {
 // `ranks`: the group's members as global ranks (a trace's send and receive name both
 // ends by them). `device`: the group's ("cpu", "cuda:1"); on the CPU an operation is
 // done when its wait returns, on a GPU it may still be running.
+// Every tensor handed to it must be on `device`.
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
                                            FlightRecorder& flight, const std::string& device);
+
+// The same for a test: `tensors_on` is where its tensors must be, `ends_at_wait` whether an
+// operation is done when its wait returns (as on the host) or only once its work says so
+// (as on a GPU), so that a device's behaviour can be checked with host tensors.
+std::shared_ptr<Communicator> make_counted_for_test(std::shared_ptr<Communicator> inner, std::string group_name,
+                                                    std::vector<int> ranks, CommStats& stats, FlightRecorder& flight,
+                                                    const std::string& tensors_on, bool ends_at_wait);
 
 }  // namespace plait

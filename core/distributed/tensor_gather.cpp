@@ -5,7 +5,7 @@
 namespace plait {
 
 NamedTensors gather_tensor_parallel(const NamedTensors& local, const std::map<std::string, TensorSplit>& splits,
-                                         Communicator* tp) {
+                                    Communicator* tp, const at::Device& device) {
   if (tp == nullptr) return local;
   const int64_t ways = tp->size();
   NamedTensors out;
@@ -16,7 +16,8 @@ NamedTensors gather_tensor_parallel(const NamedTensors& local, const std::map<st
       continue;
     }
     const TensorSplit split = it->second;
-    at::Tensor mine = slice.contiguous().reshape({-1});  // gloo gathers flat tensors
+    // On the rank's device (an offloaded slice lives on the host), flat as gloo gathers.
+    at::Tensor mine = slice.to(device).contiguous().reshape({-1});
     at::Tensor all = at::empty({ways * mine.numel()}, mine.options());
     CommOptions o;
     o.tag = {"core", "tp-gather", name, -1};
@@ -54,10 +55,12 @@ PointToPointOptions stage_gather_options(int peer, int seq, const std::string& w
 
 }  // namespace
 
-NamedTensors gather_pipeline_stages(NamedTensors local, Communicator* pp) {
+NamedTensors gather_pipeline_stages(NamedTensors local, Communicator* pp, const at::Device& device) {
   if (pp == nullptr) return local;
-  const auto on = local.empty() ? at::TensorOptions() : local.front().second.options();
-  const auto longs = at::TensorOptions().dtype(at::kLong).device(on.device());
+  // Everything sent or received on the rank's device, whatever its tensors' (a stage
+  // with no tensor of its own, or one offloaded to the host, still talks to a GPU peer).
+  const auto on = at::TensorOptions().device(device);
+  const auto longs = at::TensorOptions().dtype(at::kLong).device(device);
   if (pp->rank() != 0) {
     // Header per tensor: name length, dtype, rank, sizes; then the name's bytes and the data.
     int seq = 0;
@@ -74,7 +77,7 @@ NamedTensors gather_pipeline_stages(NamedTensors local, Communicator* pp) {
       std::copy(name.begin(), name.end(), bytes.data_ptr<uint8_t>());
       bytes = bytes.to(on.device());
       pp->send(bytes, stage_gather_options(0, seq++, name))->wait();
-      at::Tensor data = tensor.detach().contiguous();
+      at::Tensor data = tensor.detach().to(device).contiguous();
       pp->send(data, stage_gather_options(0, seq++, name))->wait();
     }
     return local;

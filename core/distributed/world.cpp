@@ -1,5 +1,9 @@
 #include "distributed/world.hpp"
 
+#include <optional>
+
+#include <c10/core/DeviceGuard.h>
+
 #include "distributed/counted_communicator.hpp"
 #include "plait/sdk/error.hpp"
 
@@ -119,6 +123,10 @@ World::~World() {
 }
 
 void World::watch(std::chrono::milliseconds hang_warning, Logger* log) {
+  // Asking a GPU operation whether it is done (a CUDA event query) on a thread whose
+  // current device is GPU 0 would make every rank of the node open a context there.
+  std::optional<c10::DeviceGuard> on_rank_device;
+  if (const c10::Device device(device_); !device.is_cpu() && !device.is_meta()) on_rank_device.emplace(device);
   bool published = false;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_cv_.wait_for(lock, std::chrono::milliseconds(250), [this] { return stopping_; })) {

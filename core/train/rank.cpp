@@ -153,9 +153,9 @@ std::unique_ptr<Rank> build_rank(const RunPlan& plan) {
 
 NamedTensors gather_whole(const RunPlan& plan, const Rank& rank, const NamedTensors& local) {
   const Mesh& mesh = plan.world->mesh();
-  NamedTensors whole = gather_tensor_parallel(local, rank.splits, plan.world->group(Axis::tp));
+  NamedTensors whole = gather_tensor_parallel(local, rank.splits, plan.world->group(Axis::tp), rank.device);
   if (mesh.coords().dp != 0 || mesh.coords().tp != 0) return whole;
-  return gather_pipeline_stages(std::move(whole), plan.world->group(Axis::pp));
+  return gather_pipeline_stages(std::move(whole), plan.world->group(Axis::pp), rank.device);
 }
 
 }  // namespace plait

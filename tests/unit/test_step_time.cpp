@@ -12,6 +12,8 @@
 
 #include "metrics/rank_summary.hpp"
 #include "support/test_support.hpp"
+#include "config/settings.hpp"
+#include "timing/device_peaks.hpp"
 #include "timing/phase_clock.hpp"
 
 using namespace plait;
@@ -227,4 +229,24 @@ TEST_CASE("metrics records summarise the ranks, and keep each rank's figures up 
   CHECK(listed.back().at("ranks")[3].at("rank") == 3);
   CHECK_FALSE(listed.back().at("ranks")[3].contains("time.forward_ms"));
   CHECK_FALSE(listed.back().contains("time.forward_ms"));
+}
+
+TEST_CASE("MFU's denominator on a GPU is its data-sheet peak for the dtype unless peak_flops is set", "[timing][peaks]") {
+  CHECK(known_peak_flops("NVIDIA H100 80GB HBM3", "bfloat16")->flops == Approx(989.4e12));
+  CHECK(known_peak_flops("NVIDIA H100 80GB HBM3", "bfloat16")->model == "H100 SXM");
+  CHECK(known_peak_flops("NVIDIA H100 PCIe", "bfloat16")->flops == Approx(756e12));
+  CHECK(known_peak_flops("NVIDIA H200", "float16")->flops == Approx(989.4e12));
+  CHECK(known_peak_flops("NVIDIA A100-SXM4-80GB", "float32")->flops == Approx(19.5e12));
+  CHECK(known_peak_flops("NVIDIA B200", "float64")->flops == Approx(37e12));
+  CHECK(known_peak_flops("NVIDIA A100-SXM4-80GB", "bfloat16")->source.find("data sheet") != std::string::npos);
+  CHECK_FALSE(known_peak_flops("NVIDIA GeForce RTX 4090", "bfloat16").has_value());
+  CHECK_FALSE(known_peak_flops("", "bfloat16").has_value());
+  TrainSettings train;
+  train.device = "cpu";
+  train.dtype = "bfloat16";
+  train.peak_flops = kDefaultPeakFlops;
+  CHECK(effective_peak_flops(train) == kDefaultPeakFlops);  // the CPU has no table
+  train.device = "cuda";
+  train.peak_flops = 500e12;
+  CHECK(effective_peak_flops(train) == 500e12);  // set: kept
 }

@@ -123,8 +123,9 @@ TEST_CASE("on a device the flight record of a waited operation says completed on
   bool running = true;
   CommStats stats;
   FlightRecorder flight(16);
-  auto comm = make_counted(std::make_shared<DeviceLikeCommunicator>(running), "dp", "dp.0", {0, 1}, stats, flight,
-                           "cuda:0");
+  // Host tensors stand in for a GPU's: operations end when their work says so.
+  auto comm = make_counted_for_test(std::make_shared<DeviceLikeCommunicator>(running), "dp.0", {0, 1}, stats, flight,
+                                    "cpu", /*ends_at_wait=*/false);
   at::Tensor t = at::ones({4});
   AllReduceOptions o;
   o.tag.plugin = "ddp";
@@ -145,4 +146,26 @@ TEST_CASE("on a device the flight record of a waited operation says completed on
                           "cpu");
   cpu->all_reduce(t, o)->wait();
   CHECK(last_state(cpu_flight) == "completed");
+}
+
+TEST_CASE("a communicator refuses a tensor that is not on the rank's device and names who handed it", "[dist][device]") {
+  bool running = false;
+  CommStats stats;
+  FlightRecorder flight(16);
+  auto comm = make_counted(std::make_shared<DeviceLikeCommunicator>(running), "dp", "dp.0", {0, 1}, stats, flight,
+                           "meta");
+  at::Tensor on_meta = at::empty({4}, at::TensorOptions().device(at::kMeta));
+  at::Tensor planted = at::ones({4});  // a host tensor where a GPU's would be
+  AllReduceOptions o;
+  o.tag = {"zero", "grad-sync", "bucket 1", 0};
+  comm->all_reduce(on_meta, o)->wait();
+  CHECK_THROWS_WITH(comm->all_reduce(planted, o),
+                    "rank 0: the all_reduce on group dp.0 for zero grad-sync bucket 1 (microbatch 0) was handed a "
+                    "tensor on cpu, but the group's tensors are on meta (the rank's device)");
+  at::Tensor gathered = at::empty({8}, at::TensorOptions().device(at::kMeta));
+  CHECK_THROWS_WITH(comm->all_gather(gathered, planted, {}),
+                    Catch::Contains("all_gather on group dp.0 for unknown caller was handed an input tensor on cpu"));
+  std::vector<PointToPoint> ops = {{PointToPoint::Kind::send, planted, {}}};
+  CHECK_THROWS_WITH(comm->batch_p2p(ops), Catch::Contains("the send on group dp.0"));
+  CHECK(stats.in_flight().empty());  // nothing was issued
 }

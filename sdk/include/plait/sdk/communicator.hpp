@@ -72,7 +72,15 @@ class PLAIT_SDK_VISIBLE Work {
  public:
   virtual ~Work() = default;
   virtual bool is_completed() = 0;
-  // Blocks until done; throws the operation's failure, or a timeout naming the tag.
+  // Makes what follows on this thread see the operation's result. What it holds back
+  // depends on where the operation runs:
+  //  - on the host (gloo): the calling thread, until the operation is done; it throws the
+  //    operation's failure, or a timeout naming the tag after `timeout` (0: the group's);
+  //  - on a GPU (NCCL): only the thread's current CUDA stream, ordered after the operation;
+  //    the host goes on at once, `timeout` is not used (the backend's watchdog keeps the
+  //    group's timeout and the one the operation was issued with, and a failure surfaces
+  //    there or at a later wait), and the operation may still be running when it returns.
+  // A plugin that needs the value on the host reads it through the core's HostReader.
   virtual void wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) = 0;
   // The failure of a completed operation, or null.
   virtual std::exception_ptr exception() = 0;
