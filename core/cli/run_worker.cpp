@@ -194,6 +194,7 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     plan.local_rank = worker.local_rank;
     plan.bound_cores = static_cast<int>(cores.size());
     train_logged(plan);
+    joined.world->shut_down();
   } catch (const std::exception& e) {
     // Any failure, plait's or LibTorch's own: a rank that ends without its flight record is
     // taken for one killed or stopped, and the report would name it wrongly.

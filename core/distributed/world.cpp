@@ -1,6 +1,7 @@
 #include "distributed/world.hpp"
 
 #include <optional>
+#include <utility>
 
 #include <c10/core/DeviceGuard.h>
 
@@ -40,16 +41,16 @@ std::unique_ptr<World> World::alone(const MeshShape& shape, int rank, CommBacken
 void World::connect_groups() {
   std::vector<int> everyone(static_cast<std::size_t>(size()));
   for (int r = 0; r < size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
-  all_ = connect("world", "world", everyone);
+  all_ = connect("world", "world", everyone, "");
   for (Axis axis : {Axis::pp, Axis::dp, Axis::tp}) {
     if (mesh_.shape().size(axis) > 1) {
-      groups_[static_cast<int>(axis)] = connect(axis_name(axis), mesh_.group_name(axis), mesh_.group(axis));
+      groups_[static_cast<int>(axis)] = connect(axis_name(axis), mesh_.group_name(axis), mesh_.group(axis), "world");
     }
   }
 }
 
 std::shared_ptr<Communicator> World::connect(const std::string& axis, const std::string& name,
-                                             const std::vector<int>& ranks) {
+                                             const std::vector<int>& ranks, const std::string& split_from) {
   GroupSpec spec;
   spec.store_host = master_addr_;
   spec.store_port = store_ ? store_->port() : 0;
@@ -61,6 +62,7 @@ std::shared_ptr<Communicator> World::connect(const std::string& axis, const std:
   }
   spec.timeout = collective_timeout_;
   spec.device = device_;
+  spec.split_from = split_from;
   std::shared_ptr<Communicator> inner;
   try {
     inner = backend_->connect(spec);
@@ -69,6 +71,7 @@ std::shared_ptr<Communicator> World::connect(const std::string& axis, const std:
                 "check that every rank started and can reach the others (firewall, interface)");
   }
   group_info_.push_back({name, axis, inner->backend(), ranks});
+  if (auto* ending = extension<CommunicatorShutdown>(*inner)) endings_.emplace_back(inner, ending);
   return make_counted(std::move(inner), axis, name, ranks, stats_, flight_, spec.device);
 }
 
@@ -88,7 +91,7 @@ Communicator* World::subgroup(Axis axis, const std::string& name, const std::vec
               "every process builds only the subgroups it belongs to");
   // The axis group's index keeps names unique across the mesh's other axes.
   const std::string full_name = concat(mesh_.group_name(axis), ".", name);
-  subgroups_.push_back(connect(axis_name(axis), full_name, ranks));
+  subgroups_.push_back(connect(axis_name(axis), full_name, ranks, mesh_.group_name(axis)));
   return subgroups_.back().get();
 }
 
@@ -113,6 +116,20 @@ GroupMaker* World::group_maker(Axis axis) {
   return maker.get();
 }
 
+void World::end_communicators(bool clean) {
+  if (std::exchange(ended_, true)) return;
+  for (auto it = endings_.rbegin(); it != endings_.rend(); ++it) {
+    try {
+      clean ? it->second->shutdown() : it->second->abort();
+    } catch (const std::exception&) {
+      // Ending the rest matters more than this one: a failed rank's peers may be gone, and
+      // after a clean end the run's results are written already.
+    }
+  }
+}
+
+void World::shut_down() { end_communicators(/*clean=*/true); }
+
 World::~World() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -120,6 +137,7 @@ World::~World() {
   }
   stop_cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
+  end_communicators(/*clean=*/false);
 }
 
 void World::watch(std::chrono::milliseconds hang_warning, Logger* log) {

@@ -60,11 +60,18 @@ class World {
     std::vector<int> ranks;  // global
   };
   const std::vector<GroupInfo>& groups() const { return group_info_; }
+  // After a clean end (every operation completed): shuts down each communicator that can
+  // (CommunicatorShutdown), the last made first, so a subgroup goes before the group it
+  // was split from and the world goes last. A world destroyed without it aborts them in
+  // that order instead (the rank failed).
+  void shut_down();
 
  private:
   World(Mesh mesh, std::size_t flight_ops = 1) : mesh_(std::move(mesh)), flight_(flight_ops) {}
   void connect_groups();  // the world's and each axis's with more than one member
-  std::shared_ptr<Communicator> connect(const std::string& axis, const std::string& name, const std::vector<int>& ranks);
+  std::shared_ptr<Communicator> connect(const std::string& axis, const std::string& name, const std::vector<int>& ranks,
+                                        const std::string& split_from);
+  void end_communicators(bool clean);
   void watch(std::chrono::milliseconds hang_warning, Logger* log);
 
   Mesh mesh_;
@@ -75,6 +82,9 @@ class World {
   std::shared_ptr<Communicator> all_;
   std::vector<std::shared_ptr<Communicator>> subgroups_;
   std::vector<GroupInfo> group_info_;
+  // The plugins' own communicators that say how they end, in the order they were made.
+  std::vector<std::pair<std::shared_ptr<Communicator>, CommunicatorShutdown*>> endings_;
+  bool ended_ = false;
   std::unique_ptr<GroupMaker> makers_[3];
   // What connect() needs after join().
   CommBackend* backend_ = nullptr;

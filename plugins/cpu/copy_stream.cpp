@@ -41,21 +41,33 @@ std::unique_ptr<CopyInFlight> CopyStream::copy(const at::Tensor& to, const at::T
   }
   const c10::Device device = device_side.device();
   const c10::impl::VirtualGuardImpl impl(device.type());
-  if (!stream_) stream_ = impl.getStreamFromGlobalPool(device, /*isHighPriority=*/false);
-  // The copy starts after what is queued on the current stream (the source's producer).
+  const c10::Stream stream = stream_for(device);
+  // The copy starts after what is queued on the current stream (the source's producer;
+  // nothing to wait for when the current stream is the copy stream itself).
   c10::Event queued(device.type());
   queued.record(impl.getStream(device));
-  queued.block(*stream_);
+  queued.block(stream);
   c10::Event done(device.type());
   {
-    const c10::StreamGuard on_copy_stream(*stream_);
+    const c10::StreamGuard on_copy_stream(stream);
     at::Tensor target = to;
     target.copy_(from, /*non_blocking=*/true);
-    done.record(*stream_);
+    done.record(stream);
   }
   // The caching allocator must not hand the device memory out again before the copy ends.
-  impl.recordDataPtrOnStream(device_side.storage().data_ptr(), *stream_);
+  impl.recordDataPtrOnStream(device_side.storage().data_ptr(), stream);
   return std::make_unique<OnStream>(std::move(done), device);
+}
+
+c10::Stream CopyStream::stream_for(const c10::Device& device) {
+  if (!stream_) stream_ = c10::impl::VirtualGuardImpl(device.type()).getStreamFromGlobalPool(device, /*isHighPriority=*/false);
+  return *stream_;
+}
+
+void CopyStream::on_copy_stream(const c10::Device& device, const std::function<void()>& issue) {
+  if (device.is_cpu() || device.is_meta()) return issue();
+  const c10::StreamGuard on_copy_stream(stream_for(device));
+  issue();
 }
 
 }  // namespace plait::offload

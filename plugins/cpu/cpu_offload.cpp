@@ -8,7 +8,7 @@
 
 namespace {
 
-class CpuOffload final : public plait::Offload {
+class CpuOffload final : public plait::Offload, public plait::CopyStreamIssue {
  public:
   bool offloads(plait::StateRole role) const override {
     return role != plait::StateRole::param || params_;
@@ -31,6 +31,11 @@ class CpuOffload final : public plait::Offload {
   std::unique_ptr<plait::CopyInFlight> copy(const at::Tensor& to, const at::Tensor& from) override {
     return copies_.copy(to, from);  // the data plugin counts what it moves
   }
+
+  void on_copy_stream(const c10::Device& device, const std::function<void()>& issue) override {
+    copies_.on_copy_stream(device, issue);
+  }
+  void* find_extension(std::string_view id) override { return plait::offer<plait::CopyStreamIssue>(this, id); }
 
  protected:
   void on_configure() override {

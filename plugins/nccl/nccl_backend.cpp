@@ -1,6 +1,8 @@
 // The GPU communicator: LibTorch's c10d ProcessGroupNCCL behind plait's Communicator.
 // Each rank drives the GPU its group spec names ("cuda:<local rank>").
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -45,6 +47,9 @@ class NcclBackend final : public plait::CommBackend {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     auto options = c10d::ProcessGroupNCCL::Options::create(high_priority_);
     options->timeout = spec.timeout;
+    options->group_name = spec.name;  // NCCL's own logs and flight recorder name it as plait does
+    options->global_ranks_in_group.assign(spec.ranks.begin(), spec.ranks.end());
+    split_from_parent(spec, *options);
     const int size = static_cast<int>(spec.ranks.size());
     auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(plait::c10d_comm::group_store(spec), spec.group_rank, size,
                                                           options);
@@ -55,6 +60,7 @@ class NcclBackend final : public plait::CommBackend {
     pg->setBoundDeviceId(gpu);
     pg->eagerConnectSingleDevice(gpu);
     if (timing_) pg->enableCollectivesTiming();
+    made_.insert_or_assign(spec.name, c10::weak_intrusive_ptr<c10d::ProcessGroupNCCL>(pg));
     // A wait orders the rank's stream after the collective and lets the host go on; the
     // watchdog keeps the group's timeout (options->timeout).
     return std::make_shared<plait::c10d_comm::C10dCommunicator>(std::move(pg), "nccl", spec.group_rank, size,
@@ -69,8 +75,26 @@ class NcclBackend final : public plait::CommBackend {
   }
 
  private:
+  // A group that partitions one this plugin made (GroupSpec::split_from) is split from it
+  // (ncclCommSplit, as torch.distributed's new_group does once the world is bound to a
+  // device): every member of the parent takes part at once, each with its part's colour,
+  // and the parts share the parent's setup instead of each connecting anew.
+  void split_from_parent(const plait::GroupSpec& spec, c10d::ProcessGroupNCCL::Options& options) const {
+    if (spec.split_from.empty()) return;
+    const auto found = made_.find(spec.split_from);
+    if (found == made_.end()) return;
+    auto parent = found->second.lock();
+    if (!parent) return;
+    options.split_from = parent;
+    // The part's smallest global rank: the same on its members, another on every other part.
+    options.split_color = *std::min_element(spec.ranks.begin(), spec.ranks.end());
+  }
+
   bool high_priority_ = false;
   bool timing_ = true;
+  // The groups made so far, by name, for the groups split from them; weak: the
+  // communicator owns its process group and ends it.
+  std::map<std::string, c10::weak_intrusive_ptr<c10d::ProcessGroupNCCL>> made_;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ export PLAIT_PLUGIN_PATH="$work/diloco-build:$work/powersgd-build"
 declare -A options=([diloco]="" [powersgd]="--set powersgd.rank=32 --loss-gap 0.1")
 for ex in diloco powersgd; do
   test -e "$work/$ex-build/libplait_plugin_$ex.so" || { cat "$work/$ex-build.log"; fail "$ex does not build against the install"; }
-  "$plait" plugins | grep -q "$ex 0.1.0 (API 12\.[2-9]" || fail "plait plugins does not list $ex at API 12.2 or later"
+  "$plait" plugins | grep -qE "$ex 0.1.0 \(API 12\.([2-9]|[1-9][0-9])[^0-9]" || fail "plait plugins does not list $ex at API 12.2 or later"
   # shellcheck disable=SC2086
   "$plait" verify "$ex" --quick --out "$work/verify-$ex" ${options[$ex]} >"$work/verify-$ex.log" 2>&1 \
     || { cat "$work/verify-$ex.log"; fail "$ex did not pass plait verify --quick"; }

@@ -6,6 +6,7 @@
 #include "model/model_zoo.hpp"
 #include "plait/sdk/data_parallel.hpp"
 #include "plait/sdk/error.hpp"
+#include "plait/sdk/offload.hpp"
 #include "loader/plugin_instance.hpp"
 #include "loader/plugin_registry.hpp"
 #include "loader/host_abi.hpp"
@@ -174,4 +175,18 @@ TEST_CASE("a plugin object keeps its library loaded after the registry is gone",
   model.forward(ids).sum().backward();
   CHECK(dp->step({.step = 1, .lr = 1e-3, .grad_clip = 0.0, .loss_figures = {}, .reader = nullptr}).grad_norm > 0.0);
   dp.reset();  // destroy runs inside the library, which unloads after it
+}
+
+TEST_CASE("the cpu offload plugin offers to issue work behind its copies (12.10): on the host it runs it at once",
+          "[plugins][offload]") {
+  PluginRegistry r = discover({builtin_plugin_dir()});
+  const PluginRecord* cpu = r.find("cpu");
+  REQUIRE(cpu != nullptr);
+  const std::shared_ptr<Offload> offload = r.make<Offload>(*cpu);
+  auto* on_copies = extension<CopyStreamIssue>(*offload);
+  REQUIRE(on_copies != nullptr);
+  int ran = 0;
+  on_copies->on_copy_stream(c10::Device(c10::kCPU), [&] { ++ran; });
+  on_copies->on_copy_stream(c10::Device(c10::kMeta), [&] { ++ran; });
+  CHECK(ran == 2);
 }

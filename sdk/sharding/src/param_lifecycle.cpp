@@ -34,15 +34,9 @@ void ParamLifecycle::gather(std::size_t group) {
   FlatGroup& g = ctx_.groups[group];
   if (g.gathered || g.gather_work) return;
   allocate_storage(g.full);
-  // The shard leaves host memory (offloaded parameters) through a device copy, which
-  // the gather waits for on the device, not on the host.
   g.gather_input = g.param_shard;
-  if (ctx_.offload_params) {
-    g.gather_input = at::empty(g.param_shard.sizes(), g.param_shard.options().device(g.full.device()));
-    ctx_.uploads[group] = ctx_.offload->copy(g.gather_input, g.param_shard);
-    ctx_.uploads[group]->before_device_use();
-  }
   if (ctx_.shard_comm == nullptr) {
+    if (ctx_.offload_params) upload_shard(group);
     g.full.copy_(g.gather_input);
     g.gathered = true;
     g.gather_input.reset();
@@ -50,7 +44,31 @@ void ParamLifecycle::gather(std::size_t group) {
   }
   CommOptions o;
   o.tag = ctx_.tag("param-gather", g.name);
-  g.gather_work = ctx_.shard_comm->all_gather(g.full, g.gather_input, o);
+  if (!ctx_.offload_params) {
+    g.gather_work = ctx_.shard_comm->all_gather(g.full, g.gather_input, o);
+    return;
+  }
+  // The shard leaves host memory through a device copy. Issued on the offload plugin's
+  // copy stream, the upload and the gather that reads it follow each other there while
+  // the compute stream goes on (a prefetch overlaps the unit before it); the compute
+  // stream waits only at the gather's wait(). An offload plugin without the extension
+  // has the compute stream wait for the upload here.
+  auto upload_and_gather = [&] {
+    upload_shard(group);
+    g.gather_work = ctx_.shard_comm->all_gather(g.full, g.gather_input, o);
+  };
+  if (auto* on_copies = extension<CopyStreamIssue>(*ctx_.offload)) {
+    on_copies->on_copy_stream(g.full.device(), upload_and_gather);
+  } else {
+    upload_and_gather();
+  }
+}
+
+void ParamLifecycle::upload_shard(std::size_t group) {
+  FlatGroup& g = ctx_.groups[group];
+  g.gather_input = at::empty(g.param_shard.sizes(), g.param_shard.options().device(g.full.device()));
+  ctx_.uploads[group] = ctx_.offload->copy(g.gather_input, g.param_shard);
+  ctx_.uploads[group]->before_device_use();  // the stream current here waits for it, not the host
 }
 
 void ParamLifecycle::ensure_gathered(std::size_t group) {

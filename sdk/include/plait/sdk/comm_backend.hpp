@@ -22,6 +22,11 @@ struct PLAIT_ABI_GROWS GroupSpec {
   int group_rank = 0;         // this process's index in `ranks`
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};  // default for every operation
   std::string device = "cpu";  // "cpu" or "cuda:N": where the tensors live
+  // API 12.10: the group this one is a part of ("world" for an axis's group, the axis's
+  // group for a subgroup; empty for the world itself). Every member of that group joins
+  // one part of the same partition at the same time, in the same order, so a backend may
+  // split that group's communicator (ncclCommSplit) instead of connecting anew.
+  std::string split_from;
 };
 
 // A comm plugin: makes Communicators. Probe (see plugin.hpp) says whether it can run here.

@@ -124,6 +124,19 @@ class PLAIT_SDK_VISIBLE Communicator {
   virtual void* find_extension(std::string_view id) { return nullptr; }
 };
 
+// API 12.10: how a communicator ends. The core ends its groups in order when the rank
+// ends (a subgroup before the group it was split from, the world last): shutdown() after a
+// clean end, when every operation has completed; abort() when the rank fails, ending what
+// is in flight. A communicator without it is left to its destructor (NCCL's warns there,
+// and tearing a parent down before its splits is undefined).
+class PLAIT_SDK_VISIBLE CommunicatorShutdown {
+ public:
+  static constexpr const char* kExtension = "plait.communicator.shutdown/1";
+  virtual ~CommunicatorShutdown() = default;
+  virtual void shutdown() = 0;
+  virtual void abort() = 0;
+};
+
 // Splits a mesh axis's group into smaller ones (hybrid sharding: shard within groups,
 // replicate across them). Collective: every member of the axis group calls it with the
 // same name and the same partition, in the same order.

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include "plait/sdk/plugin.hpp"
 
@@ -28,6 +29,19 @@ class PLAIT_SDK_VISIBLE CopyInFlight {
   virtual void before_device_use() = 0;
   // Before the host reads the copy's target (or writes its source): the host waits.
   virtual void before_host_use() = 0;
+};
+
+// API 12.10: work queued behind the offload plugin's copies. on_copy_stream() runs `issue`
+// with the plugin's copy stream for `device` current (on a GPU; elsewhere it just runs
+// it), so what `issue` enqueues (a copy, then a collective that reads its target) follows
+// the copies there while the caller's stream goes on: a prefetched gather of offloaded
+// parameters overlaps the compute before it instead of holding it until the upload ends.
+// Without it, the caller's stream waits for each copy (CopyInFlight::before_device_use).
+class PLAIT_SDK_VISIBLE CopyStreamIssue {
+ public:
+  static constexpr const char* kExtension = "plait.offload.copy_stream_issue/1";
+  virtual ~CopyStreamIssue() = default;
+  virtual void on_copy_stream(const c10::Device& device, const std::function<void()>& issue) = 0;
 };
 
 class PLAIT_SDK_VISIBLE Offload : public Plugin {

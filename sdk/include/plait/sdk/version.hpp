@@ -10,7 +10,7 @@
 // check that enforces them at build time against the frozen layouts in sdk/abi/, are in
 // sdk/README.md ("Compatibility").
 #define PLAIT_API_MAJOR 12
-#define PLAIT_API_MINOR 9
+#define PLAIT_API_MINOR 10
 
 #define PLAIT_STRINGIFY_(x) #x
 #define PLAIT_STRINGIFY(x) PLAIT_STRINGIFY_(x)

@@ -13,6 +13,7 @@
 
 #include "plait/sdk/comm_backend.hpp"
 #include "plait/sdk/error.hpp"
+#include "plait/sdk/plugin.hpp"
 
 namespace plait::c10d_comm {
 
@@ -85,7 +86,7 @@ class C10dWork final : public Work {
   WaitHolds holds_;
 };
 
-class C10dCommunicator final : public Communicator {
+class C10dCommunicator final : public Communicator, public CommunicatorShutdown {
  public:
   // `device_timed`: the backend records CUDA events around each kernel (getDuration()).
   // `holds`: what its waits hold back (WaitHolds: `stream` for a CUDA backend).
@@ -166,6 +167,10 @@ class C10dCommunicator final : public Communicator {
     set_timeout(opts, o);
     return wrap(backend_->barrier(opts));
   }
+  // As torch.distributed's destroy_process_group() and abort: c10d's own ending.
+  void shutdown() override { backend_->shutdown(); }
+  void abort() override { backend_->abort(); }
+  void* find_extension(std::string_view id) override { return offer<CommunicatorShutdown>(this, id); }
 
  private:
   std::shared_ptr<Work> post(PointToPoint& op) {

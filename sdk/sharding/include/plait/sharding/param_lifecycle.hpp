@@ -26,6 +26,10 @@ class ParamLifecycle {
   void ensure_gathered(std::size_t group);
 
  private:
+  // An offloaded group's shard copied to the device (its gather's input); the stream
+  // current at the call waits for the copy.
+  void upload_shard(std::size_t group);
+
   ShardingContext& ctx_;
 };
 
