@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include "data/document_runs.hpp"
+
 namespace plait {
 namespace {
 
@@ -17,6 +19,11 @@ at::Tensor upload(const at::Tensor& t, const c10::Device& device) {
 std::vector<Batch> batches_on(const std::vector<Batch>& batches, const c10::Device& device) {
   std::vector<Batch> out = batches;
   for (Batch& b : out) {
+    if (device.is_cuda() && b.documents.defined()) {  // read here, while the documents are on the host
+      DocumentRuns runs = document_runs(b.documents);
+      b.document_starts = upload(runs.starts, device);
+      b.longest_document = runs.longest;
+    }
     b.inputs = upload(b.inputs, device);
     b.targets = upload(b.targets, device);
     b.documents = upload(b.documents, device);

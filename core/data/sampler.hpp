@@ -56,6 +56,10 @@ struct Batch {
   // within that document.
   at::Tensor documents;
   at::Tensor positions;
+  // On a GPU, packed rows as the variable-length attention kernel reads them
+  // (data/document_runs.hpp), made by batches_on; undefined and 0 elsewhere.
+  at::Tensor document_starts;
+  int64_t longest_document = 0;
 };
 
 class BatchSampler {

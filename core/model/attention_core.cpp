@@ -1,7 +1,10 @@
 #include "model/attention_core.hpp"
 
 #include <cmath>
+#include <atomic>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -10,9 +13,38 @@
 #include "plait/sdk/error.hpp"
 #include "model/document_layout.hpp"
 #include "model/precision.hpp"
+#include "log/logging.hpp"
 
 namespace plait {
 namespace {
+
+// Packed rows through flash attention's variable-length kernel, where it runs (CUDA, half
+// or bf16, a head size that is a multiple of 8 up to 256): each document attends causally
+// to itself, with no [B, 1, T, T] mask, which would rule out the fused kernels SDPA picks
+// for unpacked rows. [B, H, T, D] in and out; the kernel reads the B x T tokens row after
+// row with the documents' offsets (DocumentLayout::starts).
+std::optional<at::Tensor> variable_length_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                    const DocumentLayout& documents) {
+  const int64_t D = q.size(-1);
+  const bool half = q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf;
+  static std::atomic<bool> usable{true};  // false once this GPU's build refused the kernel
+  if (!documents.starts.defined() || !q.is_cuda() || !half || D % 8 != 0 || D > 256 || !usable) return std::nullopt;
+  const int64_t B = q.size(0), H = q.size(1), T = q.size(2);
+  const auto tokens = [&](const at::Tensor& t) { return t.transpose(1, 2).reshape({B * T, t.size(1), D}); };
+  try {
+    const at::Tensor out = std::get<0>(at::_flash_attention_forward(
+        tokens(q), tokens(k), tokens(v), documents.starts, documents.starts, documents.longest, documents.longest,
+        /*dropout_p=*/0.0, /*is_causal=*/true, /*return_debug_mask=*/false));
+    return out.view({B, T, H, D}).transpose(1, 2);
+  } catch (const std::exception& e) {  // a GPU the wheel's flash kernels were not built for
+    if (usable.exchange(false)) {
+      const std::string what = e.what();
+      core_log().warn("packed documents: flash attention's variable-length kernel is not usable here (",
+                      what.substr(0, what.find('\n')), "); attention takes the block mask instead");
+    }
+    return std::nullopt;
+  }
+}
 
 // `documents`: packed rows' layout (document_layout.hpp), or null for causal attention
 // over the whole row.
@@ -20,6 +52,7 @@ at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::
                             const DocumentLayout* documents) {
   if (!math) {
     if (documents != nullptr) {
+      if (auto out = variable_length_attention(q, k, v, *documents)) return *out;
       return at::scaled_dot_product_attention(q, k, v, documents->additive(q.scalar_type()), 0.0, /*is_causal=*/false);
     }
     return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);
@@ -58,7 +91,13 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     ctx->saved_data["math"] = math;
     // Backward may run on autograd's device thread, outside the forward's DocumentScope.
     const DocumentLayout* documents = current_document_layout();
-    if (documents != nullptr) ctx->saved_data["allowed"] = documents->allowed;
+    if (documents != nullptr) {
+      ctx->saved_data["allowed"] = documents->allowed;
+      if (documents->starts.defined()) {
+        ctx->saved_data["starts"] = documents->starts;
+        ctx->saved_data["longest"] = documents->longest;
+      }
+    }
     ctx->saved_data["autocast"] = autocast.enabled;
     ctx->saved_data["autocast_dtype"] = autocast.dtype;
     ctx->save_for_backward({q, k, v});
@@ -73,7 +112,11 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
       at::AutoGradMode grad_on(true);
       const auto allowed = ctx->saved_data.find("allowed");
       const bool packed = allowed != ctx->saved_data.end();
-      const DocumentLayout documents(at::Tensor(), packed ? allowed->second.toTensor() : at::Tensor());
+      const auto starts = ctx->saved_data.find("starts");
+      const bool runs = starts != ctx->saved_data.end();
+      const DocumentLayout documents(at::Tensor(), packed ? allowed->second.toTensor() : at::Tensor(),
+                                     runs ? starts->second.toTensor() : at::Tensor(),
+                                     runs ? ctx->saved_data["longest"].toInt() : 0);
       return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(), packed ? &documents : nullptr);
     });
     variable_list g = torch::autograd::grad({y}, in, {grads[0]});

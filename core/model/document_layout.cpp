@@ -11,12 +11,14 @@ thread_local std::optional<DocumentLayout> current_layout;
 
 }  // namespace
 
-DocumentLayout DocumentLayout::of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device) {
+DocumentLayout DocumentLayout::of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device,
+                                  const at::Tensor& starts, int64_t longest) {
   const at::Tensor docs = documents.to(device);
   const int64_t T = docs.size(1);
   const at::Tensor same = docs.unsqueeze(2).eq(docs.unsqueeze(1));  // [B, T, T]
   const at::Tensor causal = at::ones({T, T}, docs.options().dtype(at::kBool)).tril();
-  return {positions.to(device), same.logical_and(causal).unsqueeze(1)};
+  return {positions.to(device), same.logical_and(causal).unsqueeze(1), starts.defined() ? starts.to(device) : starts,
+          longest};
 }
 
 at::Tensor DocumentLayout::additive(at::ScalarType dtype) const {

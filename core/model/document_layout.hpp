@@ -15,11 +15,17 @@
 namespace plait {
 
 struct DocumentLayout {
-  DocumentLayout(at::Tensor positions_, at::Tensor allowed_)
-      : positions(std::move(positions_)), allowed(std::move(allowed_)) {}
+  DocumentLayout(at::Tensor positions_, at::Tensor allowed_, at::Tensor starts_ = {}, int64_t longest_ = 0)
+      : positions(std::move(positions_)), allowed(std::move(allowed_)), starts(std::move(starts_)),
+        longest(longest_) {}
 
   at::Tensor positions;  // [B, T] int64: each position's place within its document
   at::Tensor allowed;    // [B, 1, T, T] bool: query t may attend key s
+  // On a GPU, the documents as flash attention's variable-length kernel reads them
+  // (data/document_runs.hpp: cu_seqlens, int32 on the device, and max_seqlen); undefined
+  // elsewhere. Where that kernel runs, attention takes it instead of the mask.
+  at::Tensor starts;
+  int64_t longest = 0;
 
   // `allowed` as the additive mask scaled_dot_product_attention adds to the scores (0 or
   // -inf) in `dtype`, made once per dtype and shared by every layer: given the bool mask,
@@ -36,8 +42,10 @@ struct DocumentLayout {
   mutable std::vector<std::pair<at::Tensor, at::Tensor>> gathered_;  // (table, its rows)
 
   // From the batch's [B, T] document index and positions (Batch::documents, ::positions),
-  // moved to `device`.
-  static DocumentLayout of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device);
+  // moved to `device`, with its variable-length form where the batch has one
+  // (Batch::document_starts, ::longest_document).
+  static DocumentLayout of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device,
+                           const at::Tensor& starts = {}, int64_t longest = 0);
 };
 
 // Sets this thread's layout while alive: the executor around each forward, activation

@@ -98,8 +98,10 @@ class StepPlay {
     {
       AutocastScope autocast(s_.precision, s_.device.type());
       DropoutScope samples(DropoutStream{s_.seed, batch.first_sample});
-      DocumentScope documents(batch.documents.defined() ? std::optional(DocumentLayout::of(batch.documents, batch.positions, s_.device))
-                                                        : std::nullopt);
+      DocumentScope documents(batch.documents.defined()
+                                  ? std::optional(DocumentLayout::of(batch.documents, batch.positions, s_.device,
+                                                                     batch.document_starts, batch.longest_document))
+                                  : std::nullopt);
       for (std::size_t u : s_.units_of.at(a.stage)) h = forward_unit(u, a, h);
     }
     if (a.stage == s_.spec.stages() - 1) {

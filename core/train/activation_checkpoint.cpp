@@ -30,6 +30,10 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     if (const DocumentLayout* documents = current_document_layout()) {
       ctx->saved_data["document_positions"] = documents->positions;
       ctx->saved_data["document_allowed"] = documents->allowed;
+      if (documents->starts.defined()) {
+        ctx->saved_data["document_starts"] = documents->starts;
+        ctx->saved_data["document_longest"] = documents->longest;
+      }
     }
     ctx->save_for_backward({x});
     return unit->forward(x);  // a custom function's forward runs without grad
@@ -50,7 +54,10 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     // The same documents as the forward: packed rows attend and place positions alike.
     std::optional<DocumentLayout> layout;
     if (ctx->saved_data.count("document_positions") != 0) {
-      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor());
+      const bool runs = ctx->saved_data.count("document_starts") != 0;
+      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor(),
+                     runs ? ctx->saved_data["document_starts"].toTensor() : at::Tensor(),
+                     runs ? ctx->saved_data["document_longest"].toInt() : 0);
     }
     DocumentScope documents(std::move(layout));
     at::Tensor y = under_autocast(autocast, x.device().type(), [&] {

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "model/dense_layers.hpp"
+#include "data/document_runs.hpp"
 #include "model/document_layout.hpp"
 #include "model/model_zoo.hpp"
 #include "train/activation_checkpoint.hpp"
@@ -134,4 +135,23 @@ TEST_CASE("without the layout a packed row's documents see each other: the layou
   CHECK_FALSE(at::allclose(unpacked.narrow(1, 4, 8), alone, 1e-6, 1e-6));
   // The first document starts the row: without a layout it is already alone.
   CHECK(at::allclose(unpacked.narrow(1, 0, 4), m.forward(row.documents[0].narrow(0, 0, 4).unsqueeze(0)), 1e-12, 1e-12));
+}
+
+TEST_CASE("packed rows as the variable-length attention kernel reads them: each document's offset row after row and "
+          "the longest",
+          "[model][packing]") {
+  // Row 0: documents of 2, 3 and 1 positions; row 1: 1 and 5 (padding after the last
+  // document is one of its own, as the sampler numbers it).
+  const at::Tensor documents = at::tensor({0, 0, 1, 1, 1, 2, 0, 1, 1, 1, 1, 1}, at::kLong).view({2, 6});
+  const DocumentRuns runs = document_runs(documents);
+  CHECK(runs.starts.scalar_type() == at::kInt);
+  const std::vector<int32_t> starts(runs.starts.data_ptr<int32_t>(), runs.starts.data_ptr<int32_t>() + runs.starts.numel());
+  CHECK(starts == std::vector<int32_t>{0, 2, 5, 6, 7, 12});
+  CHECK(runs.longest == 5);
+  // A row that is one document, and a document that ends one row while the next row
+  // starts with the same index: rows never share a document.
+  const DocumentRuns whole = document_runs(at::zeros({2, 4}, at::kLong));
+  CHECK(std::vector<int32_t>(whole.starts.data_ptr<int32_t>(), whole.starts.data_ptr<int32_t>() + 3) ==
+        std::vector<int32_t>{0, 4, 8});
+  CHECK(whole.longest == 4);
 }
