@@ -88,10 +88,14 @@ std::string local_gpu_model() {
   return model.empty() ? model_from_nvidia_smi() : model;
 }
 
-double effective_peak_flops(const TrainSettings& train) {
-  if (train.peak_flops != kDefaultPeakFlops || train.device != "cuda") return train.peak_flops;
-  const auto known = known_peak_flops(local_gpu_model(), train.dtype);
-  return known ? known->flops : train.peak_flops;
+PeakChoice choose_peak_flops(const TrainSettings& train) {
+  PeakChoice choice{.flops = train.peak_flops};
+  if (train.peak_flops != kDefaultPeakFlops || train.device != "cuda") return choice;
+  choice.looked_up = true;
+  choice.gpu_model = local_gpu_model();
+  choice.known = known_peak_flops(choice.gpu_model, train.dtype);
+  if (choice.known) choice.flops = choice.known->flops;
+  return choice;
 }
 
 }  // namespace plait

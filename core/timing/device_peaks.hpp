@@ -29,6 +29,13 @@ std::string local_gpu_model();
 
 // What MFU divides by: peak_flops as set, or on a CUDA device left at the default, the
 // known peak of the node's GPU for the run's dtype (the default when the model is unknown).
-double effective_peak_flops(const TrainSettings& train);
+struct PeakChoice {
+  double flops = kDefaultPeakFlops;
+  bool looked_up = false;          // the GPU's model was asked for (CUDA, peak_flops left at its default)
+  std::string gpu_model;           // what the node reported ("" when nothing)
+  std::optional<KnownPeak> known;  // its row of the table, when it has one
+};
+PeakChoice choose_peak_flops(const TrainSettings& train);
+inline double effective_peak_flops(const TrainSettings& train) { return choose_peak_flops(train).flops; }
 
 }  // namespace plait

@@ -23,17 +23,15 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
     : plan_(plan), rank_(rank), start_(std::chrono::steady_clock::now()) {
   const TrainSettings& train = plan.config->train();
   flops_per_token_ = flops_per_token(plan.model, resolve_seq_len(plan.config->table("data"), plan.model));
-  peak_flops_ = effective_peak_flops(train);
-  if (train.device == "cuda" && train.peak_flops == kDefaultPeakFlops) {
-    const std::string model = local_gpu_model();
-    if (peak_flops_ != train.peak_flops) {
-      core_log().info("MFU against ", model, "'s peak for ", train.dtype, ": ", peak_flops_ / 1e12,
-                      " TFLOP/s (", known_peak_flops(model, train.dtype)->source, "); [train] peak_flops sets another");
-    } else {
-      core_log().warn("MFU is against [train] peak_flops's default of 1 TFLOP/s: plait does not know this GPU (",
-                      model.empty() ? std::string("no model reported") : model,
-                      "); set [train] peak_flops to its peak for ", train.dtype);
-    }
+  const PeakChoice peak = choose_peak_flops(train);
+  peak_flops_ = peak.flops;
+  if (peak.known) {
+    core_log().info("MFU against ", peak.gpu_model, "'s peak for ", train.dtype, ": ", peak_flops_ / 1e12,
+                    " TFLOP/s (", peak.known->source, "); [train] peak_flops sets another");
+  } else if (peak.looked_up) {
+    core_log().warn("MFU is against [train] peak_flops's default of 1 TFLOP/s: plait does not know this GPU (",
+                    peak.gpu_model.empty() ? std::string("no model reported") : peak.gpu_model,
+                    "); set [train] peak_flops to its peak for ", train.dtype);
   }
   steps_ = train.steps;
   log_every_ = train.log_every;
