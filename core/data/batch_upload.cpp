@@ -16,7 +16,7 @@ at::Tensor upload(const at::Tensor& t, const c10::Device& device) {
 
 }  // namespace
 
-std::vector<Batch> batches_on(const std::vector<Batch>& batches, const c10::Device& device) {
+std::vector<Batch> batches_on(const std::vector<Batch>& batches, const c10::Device& device, StageReads reads) {
   std::vector<Batch> out = batches;
   for (Batch& b : out) {
     if (device.is_cuda() && b.documents.defined()) {  // read here, while the documents are on the host
@@ -24,8 +24,10 @@ std::vector<Batch> batches_on(const std::vector<Batch>& batches, const c10::Devi
       b.document_starts = upload(runs.starts, device);
       b.longest_document = runs.longest;
     }
-    b.inputs = upload(b.inputs, device);
-    b.targets = upload(b.targets, device);
+    // What the rank's stages do not read stays on the host (a later stage still reads the
+    // inputs' shape for its receive buffers).
+    if (reads.inputs) b.inputs = upload(b.inputs, device);
+    if (reads.targets) b.targets = upload(b.targets, device);
     b.documents = upload(b.documents, device);
     b.positions = upload(b.positions, device);
   }

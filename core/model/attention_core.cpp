@@ -92,7 +92,7 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     // Backward may run on autograd's device thread, outside the forward's DocumentScope.
     const DocumentLayout* documents = current_document_layout();
     if (documents != nullptr) {
-      ctx->saved_data["allowed"] = documents->allowed;
+      ctx->saved_data["documents"] = documents->documents;
       if (documents->starts.defined()) {
         ctx->saved_data["starts"] = documents->starts;
         ctx->saved_data["longest"] = documents->longest;
@@ -110,11 +110,11 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
     at::Tensor y = under_autocast(autocast, in[0].device().type(), [&] {
       at::AutoGradMode grad_on(true);
-      const auto allowed = ctx->saved_data.find("allowed");
-      const bool packed = allowed != ctx->saved_data.end();
+      const auto rows = ctx->saved_data.find("documents");
+      const bool packed = rows != ctx->saved_data.end();
       const auto starts = ctx->saved_data.find("starts");
       const bool runs = starts != ctx->saved_data.end();
-      const DocumentLayout documents(at::Tensor(), packed ? allowed->second.toTensor() : at::Tensor(),
+      const DocumentLayout documents(at::Tensor(), packed ? rows->second.toTensor() : at::Tensor(),
                                      runs ? starts->second.toTensor() : at::Tensor(),
                                      runs ? ctx->saved_data["longest"].toInt() : 0);
       return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(), packed ? &documents : nullptr);

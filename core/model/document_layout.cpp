@@ -13,24 +13,30 @@ thread_local std::optional<DocumentLayout> current_layout;
 
 DocumentLayout DocumentLayout::of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device,
                                   const at::Tensor& starts, int64_t longest) {
-  const at::Tensor docs = documents.to(device);
-  const int64_t T = docs.size(1);
-  const at::Tensor same = docs.unsqueeze(2).eq(docs.unsqueeze(1));  // [B, T, T]
-  const at::Tensor causal = at::ones({T, T}, docs.options().dtype(at::kBool)).tril();
-  return {positions.to(device), same.logical_and(causal).unsqueeze(1), starts.defined() ? starts.to(device) : starts,
-          longest};
+  return {positions.to(device), documents.to(device), starts.defined() ? starts.to(device) : starts, longest};
+}
+
+at::Tensor DocumentLayout::allowed() const {
+  if (!allowed_.defined()) {
+    const int64_t T = documents.size(1);
+    const at::Tensor same = documents.unsqueeze(2).eq(documents.unsqueeze(1));  // [B, T, T]
+    const at::Tensor causal = at::ones({T, T}, documents.options().dtype(at::kBool)).tril();
+    allowed_ = same.logical_and(causal).unsqueeze(1);
+  }
+  return allowed_;
 }
 
 at::Tensor DocumentLayout::additive(at::ScalarType dtype) const {
   if (!additive_.defined() || additive_.scalar_type() != dtype) {
-    additive_ = at::zeros(allowed.sizes(), allowed.options().dtype(dtype))
-                    .masked_fill_(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+    const at::Tensor mask = allowed();
+    additive_ = at::zeros(mask.sizes(), mask.options().dtype(dtype))
+                    .masked_fill_(mask.logical_not(), -std::numeric_limits<double>::infinity());
   }
   return additive_;
 }
 
 at::Tensor DocumentLayout::hidden() const {
-  if (!hidden_.defined()) hidden_ = allowed.logical_not();
+  if (!hidden_.defined()) hidden_ = allowed().logical_not();
   return hidden_;
 }
 

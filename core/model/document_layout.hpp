@@ -15,18 +15,21 @@
 namespace plait {
 
 struct DocumentLayout {
-  DocumentLayout(at::Tensor positions_, at::Tensor allowed_, at::Tensor starts_ = {}, int64_t longest_ = 0)
-      : positions(std::move(positions_)), allowed(std::move(allowed_)), starts(std::move(starts_)),
+  DocumentLayout(at::Tensor positions_, at::Tensor documents_, at::Tensor starts_ = {}, int64_t longest_ = 0)
+      : positions(std::move(positions_)), documents(std::move(documents_)), starts(std::move(starts_)),
         longest(longest_) {}
 
   at::Tensor positions;  // [B, T] int64: each position's place within its document
-  at::Tensor allowed;    // [B, 1, T, T] bool: query t may attend key s
+  at::Tensor documents;  // [B, T] int64: each position's document
   // On a GPU, the documents as flash attention's variable-length kernel reads them
   // (data/document_runs.hpp: cu_seqlens, int32 on the device, and max_seqlen); undefined
   // elsewhere. Where that kernel runs, attention takes it instead of the mask.
   at::Tensor starts;
   int64_t longest = 0;
 
+  // [B, 1, T, T] bool: query t may attend key s. Made on first use, so the
+  // variable-length kernel's path never pays B x T^2 bytes for it.
+  at::Tensor allowed() const;
   // `allowed` as the additive mask scaled_dot_product_attention adds to the scores (0 or
   // -inf) in `dtype`, made once per dtype and shared by every layer: given the bool mask,
   // SDPA makes this float copy itself in each layer and keeps it for backward (measured:
@@ -38,7 +41,7 @@ struct DocumentLayout {
   // `dtype`, gathered once per table and shared by every layer's q and k.
   at::Tensor rows_of(const at::Tensor& table, at::ScalarType dtype) const;
 
-  mutable at::Tensor additive_, hidden_;
+  mutable at::Tensor allowed_, additive_, hidden_;
   mutable std::vector<std::pair<at::Tensor, at::Tensor>> gathered_;  // (table, its rows)
 
   // From the batch's [B, T] document index and positions (Batch::documents, ::positions),

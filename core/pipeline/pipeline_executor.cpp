@@ -291,7 +291,8 @@ ScheduleOutcome PipelineExecutor::run(const std::vector<Batch>& batches, const a
                                      StepRequests requests) {
   PLAIT_CHECK(static_cast<int64_t>(batches.size()) == s_.spec.microbatches,
               concat("the schedule is for ", s_.spec.microbatches, " microbatches, the step has ", batches.size()), "");
-  const std::vector<Batch> on_device = batches_on(batches, s_.device);
+  const StageReads reads{s_.units_of.count(0) != 0, s_.units_of.count(s_.spec.stages() - 1) != 0};
+  const std::vector<Batch> on_device = batches_on(batches, s_.device, reads);
   return StepPlay(s_, on_device, tokens, requests, backwards_, last_backward_of_).play();
 }
 

@@ -29,7 +29,7 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     }
     if (const DocumentLayout* documents = current_document_layout()) {
       ctx->saved_data["document_positions"] = documents->positions;
-      ctx->saved_data["document_allowed"] = documents->allowed;
+      ctx->saved_data["document_rows"] = documents->documents;
       if (documents->starts.defined()) {
         ctx->saved_data["document_starts"] = documents->starts;
         ctx->saved_data["document_longest"] = documents->longest;
@@ -55,7 +55,7 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     std::optional<DocumentLayout> layout;
     if (ctx->saved_data.count("document_positions") != 0) {
       const bool runs = ctx->saved_data.count("document_starts") != 0;
-      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_allowed"].toTensor(),
+      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_rows"].toTensor(),
                      runs ? ctx->saved_data["document_starts"].toTensor() : at::Tensor(),
                      runs ? ctx->saved_data["document_longest"].toInt() : 0);
     }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "data/batch_upload.hpp"
 #include "data/make_sampler.hpp"
 #include "data/sampler.hpp"
 #include "data/token_source.hpp"
@@ -187,4 +188,30 @@ TEST_CASE("[data] settings are checked against the model", "[data]") {
   Options too_long("data", {{"source", std::string("synthetic")}, {"order", std::string("random")},
                             {"micro_batch_size", int64_t{2}}, {"seq_len", int64_t{65}}});
   CHECK_THROWS_WITH(resolve_seq_len(too_long, model), Contains("seq_len 65 is longer than the model's block_size 64"));
+}
+
+TEST_CASE("a step's batches go to the device once with only what the rank's stages read: inputs for the first stage "
+          "and targets for the last",
+          "[data][device]") {
+  Batch b;
+  b.inputs = at::arange(8, at::kLong).view({2, 4});
+  b.targets = b.inputs + 1;
+  b.documents = at::zeros({2, 4}, at::kLong);
+  b.positions = at::arange(4, at::kLong).repeat({2, 1});
+  const c10::Device meta(c10::kMeta);
+
+  const Batch middle = batches_on({b}, meta, StageReads{false, false}).at(0);
+  CHECK(middle.inputs.is_cpu());
+  CHECK(middle.inputs.is_same(b.inputs));  // left on the host, read for its shape only
+  CHECK(middle.targets.is_cpu());
+  CHECK(middle.documents.is_meta());  // every stage's attention reads the layout
+  CHECK(middle.positions.is_meta());
+
+  const Batch last = batches_on({b}, meta, StageReads{false, true}).at(0);
+  CHECK(last.inputs.is_cpu());
+  CHECK(last.targets.is_meta());
+  const Batch whole = batches_on({b}, meta).at(0);
+  CHECK(whole.inputs.is_meta());
+  CHECK(whole.targets.is_meta());
+  CHECK(b.inputs.is_cpu());  // the host's batch stays as it was
 }

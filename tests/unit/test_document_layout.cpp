@@ -155,3 +155,18 @@ TEST_CASE("packed rows as the variable-length attention kernel reads them: each 
         std::vector<int32_t>{0, 4, 8});
   CHECK(whole.longest == 4);
 }
+
+TEST_CASE("a layout makes its [B 1 T T] mask only when attention asks for it: the variable-length path never holds one",
+          "[model][packing]") {
+  const at::Tensor documents = at::tensor({0, 0, 1, 1, 0, 1, 1, 1}, at::kLong).view({2, 4});
+  const DocumentLayout layout = DocumentLayout::of(documents, at::zeros({2, 4}, at::kLong), at::kCPU,
+                                                   document_runs(documents).starts, 3);
+  CHECK_FALSE(layout.allowed_.defined());
+  const at::Tensor allowed = layout.allowed();
+  REQUIRE(layout.allowed_.defined());
+  CHECK(allowed.sizes() == at::IntArrayRef({2, 1, 4, 4}));
+  // Row 0: documents {0,1} and {2,3}; each position sees its own document up to itself.
+  const at::Tensor row0 = at::tensor({1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 1, 1}, at::kInt).view({4, 4}).to(at::kBool);
+  CHECK(at::equal(allowed[0][0], row0));
+  CHECK(layout.allowed().is_same(allowed));  // made once
+}
