@@ -5,25 +5,37 @@
 
 #include <ATen/record_function.h>
 
+#include "train/cuda_syncs.hpp"
+
 namespace plait {
 namespace {
 
 std::atomic<int64_t> waits{0};
 thread_local int counted_reads_here = 0;
+// On a GPU CUDA's sync-debug mode counts the waits (cuda_syncs.hpp); the operator observer
+// then counts only what that mode cannot see: a non-blocking upload from pageable memory,
+// which CUDA stages through the host before it returns.
+std::atomic<bool> cuda_watched{false};
+
+void count_cuda_sync() {
+  if (counted_reads_here == 0) waits.fetch_add(1, std::memory_order_relaxed);
+}
 
 // The operations after which the host holds a device value (on the CPU they wait for
 // nothing, but they are the same calls, so a run here finds what would stall a GPU), and
 // the uploads that hold the host until the copy is done.
-bool waits_for_device(const at::RecordFunction& fn) {
+bool waits_for_device(const at::RecordFunction& fn, bool cuda) {
   const std::string_view name = fn.name();
-  if (name == "aten::_local_scalar_dense" || name == "aten::equal" || name == "aten::nonzero") return true;
+  if (!cuda && (name == "aten::_local_scalar_dense" || name == "aten::equal" || name == "aten::nonzero")) return true;
   if (name != "aten::copy_") return false;
   const auto in = fn.inputs();
   if (in.size() < 2 || !in[0].isTensor() || !in[1].isTensor()) return false;
   const at::Tensor& to = in[0].toTensor();
   const at::Tensor& from = in[1].toTensor();
   const bool non_blocking = in.size() >= 3 && in[2].isBool() && in[2].toBool();
-  return copy_waits_for_device(to.is_cpu(), from.is_cpu(), non_blocking, from.is_cpu() && non_blocking && from.is_pinned());
+  const bool from_pinned = from.is_cpu() && non_blocking && from.is_pinned();
+  if (cuda) return to.is_cuda() && from.is_cpu() && non_blocking && !from_pinned;
+  return copy_waits_for_device(to.is_cpu(), from.is_cpu(), non_blocking, from_pinned);
 }
 
 }  // namespace
@@ -37,7 +49,9 @@ bool copy_waits_for_device(bool to_host, bool from_host, bool non_blocking, bool
 namespace {
 
 std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
-  if (counted_reads_here == 0 && waits_for_device(fn)) waits.fetch_add(1, std::memory_order_relaxed);
+  const bool cuda = cuda_watched.load(std::memory_order_relaxed);
+  if (cuda) count_cuda_syncs_on_this_thread();  // autograd's device threads too
+  if (counted_reads_here == 0 && waits_for_device(fn, cuda)) waits.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
@@ -45,10 +59,12 @@ std::unique_ptr<at::ObserverContext> on_op(const at::RecordFunction& fn) {
 
 HostSyncCounter::~HostSyncCounter() {
   if (handle_ != 0) at::removeCallback(handle_);
+  if (cuda_watched.exchange(false)) stop_watching_cuda_syncs();
 }
 
-void HostSyncCounter::start() {
+void HostSyncCounter::start(const c10::Device& device) {
   if (handle_ != 0) return;
+  if (device.is_cuda()) cuda_watched = watch_cuda_syncs(&count_cuda_sync);
   handle_ = at::addGlobalCallback(
       at::RecordFunctionCallback(&on_op).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
 }

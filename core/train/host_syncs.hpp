@@ -3,9 +3,12 @@
 // `.item()`, an `equal`, a `nonzero`, a device-to-host copy or an upload the host waits
 // out (a host-to-device copy that is not non-blocking from pinned memory) anywhere on this rank,
 // found by a global RecordFunction observer, so that `plait verify` can hold a plugin to
-// the one-read-per-step rule it cannot see through the HostReader it was handed. Off,
-// nothing is observed and nothing costs.
+// the one-read-per-step rule it cannot see through the HostReader it was handed. On a GPU
+// CUDA's sync-debug mode adds every stream, event and device synchronise (cuda_syncs.hpp).
+// Off, nothing is observed and nothing costs.
 #include <cstdint>
+
+#include <c10/core/Device.h>
 
 namespace plait {
 
@@ -21,7 +24,8 @@ class HostSyncCounter {
   HostSyncCounter& operator=(const HostSyncCounter&) = delete;
   ~HostSyncCounter();
 
-  void start();
+  // On a CUDA device, CUDA's own sync-debug warnings are counted too.
+  void start(const c10::Device& device);
   bool started() const { return handle_ != 0; }
   // Waits seen since the last call.
   int64_t take();

@@ -38,7 +38,7 @@ StepReporter::StepReporter(const RunPlan& plan, Rank& rank, int64_t first_step)
   phase_timing_ = train.phase_timing;
   const std::string rank_metrics = train.rank_metrics;
   if (plan.config->debug().count_host_syncs) {
-    syncs_.start();
+    syncs_.start(rank.device);
     syncs_.take();  // building and resuming are not a step
   }
   count_wire_ = plan.config->debug().count_wire_bytes;

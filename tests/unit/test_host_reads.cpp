@@ -5,6 +5,13 @@
 // rank: debug.count_host_syncs); and the records of a run that logs every 4th step.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
 #include "support/test_support.hpp"
 #include "train/host_syncs.hpp"
 
@@ -73,7 +80,7 @@ TEST_CASE("logging every step reads twice per step, and the losses do not depend
 TEST_CASE("the host-sync counter sees uploads the host waits out, and not a non-blocking one from pinned memory",
           "[runs][syncs]") {
   HostSyncCounter counter;
-  counter.start();
+  counter.start(at::kCPU);
   counter.take();
   const at::Tensor host = at::ones({4});
   // The meta device stands in for a GPU here: a copy onto it is an upload.
@@ -95,4 +102,39 @@ TEST_CASE("the host-sync counter sees uploads the host waits out, and not a non-
   CHECK(copy_waits_for_device(false, true, /*non_blocking=*/false, true));
   CHECK(copy_waits_for_device(/*to_host=*/true, /*from_host=*/false, true, false));
   CHECK_FALSE(copy_waits_for_device(false, false, false, false));
+}
+
+TEST_CASE("on a GPU the host-sync counter counts CUDA's own sync-debug warnings on every thread and forwards other "
+          "warnings",
+          "[runs][syncs]") {
+  struct KeptWarnings : c10::WarningHandler {
+    std::vector<std::string> seen;
+    void process(const c10::Warning& w) override { seen.push_back(w.msg()); }
+  } kept;
+  const c10::WarningUtils::WarningHandlerGuard keep(&kept);
+  HostSyncCounter counter;
+  counter.start(c10::Device(c10::kCUDA, 0));  // no GPU needed: the watch is c10's flag and a handler
+  counter.take();
+  // What c10::cuda::warn_or_error_on_sync raises at a stream, event or device synchronise.
+  TORCH_WARN("called a synchronizing CUDA operation");
+  CHECK(counter.take() == 1);
+  std::thread device_thread([] {
+    (void)at::ones({2}).sum();  // its first operator puts the counting handler on this thread
+    TORCH_WARN("called a synchronizing CUDA operation");
+    TORCH_WARN("called a synchronizing CUDA operation");
+  });
+  device_thread.join();
+  CHECK(counter.take() == 2);
+  {
+    const CountedRead core_read;
+    TORCH_WARN("called a synchronizing CUDA operation");
+  }
+  CHECK(counter.take() == 0);
+  TORCH_WARN("some other warning");
+  CHECK(counter.take() == 0);
+  CHECK(kept.seen == std::vector<std::string>{"some other warning"});
+  // A read and a blocking upload are CUDA's to report here, not counted twice by the
+  // operator observer; a non-blocking upload from pageable memory CUDA does not report.
+  (void)at::ones({2}).sum().item<float>();
+  CHECK(counter.take() == 0);
 }

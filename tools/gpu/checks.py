@@ -151,8 +151,9 @@ def bf16_twice(c):
 
 def host_reads(c):
     """One read per step through the core's reader outside log steps, and no other wait for
-    the device anywhere (debug.count_host_syncs: .item(), equal, nonzero, a read back, or
-    an upload the host waits out, which the batches' pinned non-blocking uploads are not)."""
+    the device anywhere (debug.count_host_syncs: on CUDA its sync-debug mode's warnings,
+    every stream, event or device synchronise and copy LibTorch waits out, on any thread,
+    and a non-blocking upload from pageable memory)."""
     rows, _ = c.plait_run("host-reads", QUICKSTART, CUDA + NCCL1 + TINY + [
         "--set", "train.log_every=4", "--set", "debug.count_host_syncs=true"], steps=8)
     reads = [n for r in rows for n in r["host_reads_by_step"]]
