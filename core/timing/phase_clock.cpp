@@ -1,6 +1,7 @@
 #include "timing/phase_clock.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "timing/trace_recorder.hpp"
 
@@ -30,7 +31,7 @@ const char* phase_name(Phase phase) {
   return "other";
 }
 
-PhaseClock::PhaseClock() : lap_start_(Clock::now()) { open_.reserve(8); }
+PhaseClock::PhaseClock(StreamMarker marker) : marker_(std::move(marker)), lap_start_(Clock::now()) { open_.reserve(8); }
 
 PhaseClock::~PhaseClock() {
   if (installed_ && t_clock == this) t_clock = nullptr;
@@ -49,24 +50,32 @@ bool PhaseClock::absorbing() const {
 }
 
 void PhaseClock::open(Phase phase, std::string_view comm_key) {
-  open_.push_back({phase, comm_key, Clock::now(), 0.0});
+  open_.push_back({phase, comm_key, Clock::now(), 0.0, marker_ ? marker_() : nullptr, {}});
   ++times_.scopes;
 }
 
-void PhaseClock::close() {
-  const Open o = open_.back();
-  open_.pop_back();
-  // A scope opened before the last lap is charged only for its part in this interval.
-  const auto now = Clock::now();
-  const double whole = seconds_between(std::max(o.start, lap_start_), now);
-  const double own = std::max(0.0, whole - o.nested_s);
-  times_.seconds[static_cast<std::size_t>(o.phase)] += own;
-  if (o.phase == Phase::comm_exposed) {
-    auto it = times_.comm_s.find(o.comm_key);
-    if (it == times_.comm_s.end()) it = times_.comm_s.emplace(std::string(o.comm_key), 0.0).first;
-    it->second += own;
+void PhaseClock::charge(Phase phase, std::string_view comm_key, double own_s) {
+  times_.seconds[static_cast<std::size_t>(phase)] += own_s;
+  if (phase == Phase::comm_exposed) {
+    auto it = times_.comm_s.find(comm_key);
+    if (it == times_.comm_s.end()) it = times_.comm_s.emplace(std::string(comm_key), 0.0).first;
+    it->second += own_s;
   }
-  if (!open_.empty()) open_.back().nested_s += whole;
+}
+
+void PhaseClock::close() {
+  Open o = std::move(open_.back());
+  open_.pop_back();
+  const auto now = Clock::now();
+  if (o.mark) {  // the stream's time, read once the device has passed both marks
+    marked_.push_back({o.phase, std::string(o.comm_key), std::move(o.mark), marker_(), std::move(o.children)});
+    if (!open_.empty()) open_.back().children.push_back(marked_.size() - 1);
+  } else {
+    // A scope opened before the last lap is charged only for its part in this interval.
+    const double whole = seconds_between(std::max(o.start, lap_start_), now);
+    charge(o.phase, o.comm_key, std::max(0.0, whole - o.nested_s));
+    if (!open_.empty()) open_.back().nested_s += whole;
+  }
   if (TraceRecorder* trace = TraceRecorder::recording()) {
     const std::string name =
         o.phase == Phase::comm_exposed ? "wait " + std::string(o.comm_key) : std::string(phase_name(o.phase));
@@ -74,7 +83,30 @@ void PhaseClock::close() {
   }
 }
 
+// Charges each closed scope whose marks the device has passed (its children closed
+// before it, so they are read first) and keeps the rest for a later lap. Once no open
+// scope or unread one refers to them, read scopes are dropped.
+void PhaseClock::read_passed_marks() {
+  for (Marked& m : marked_) {
+    if (m.whole_s >= 0.0 || !m.end->passed() || !m.begin->passed()) continue;
+    double nested = 0.0;
+    bool children_read = true;
+    for (std::size_t c : m.children) {
+      children_read = children_read && marked_[c].whole_s >= 0.0;
+      nested += marked_[c].whole_s;
+    }
+    if (!children_read) continue;
+    m.whole_s = m.end->seconds_since(*m.begin);
+    charge(m.phase, m.comm_key, std::max(0.0, m.whole_s - nested));
+  }
+  const bool all_read = std::all_of(marked_.begin(), marked_.end(), [](const Marked& m) { return m.whole_s >= 0.0; });
+  const bool none_open_holds =
+      std::all_of(open_.begin(), open_.end(), [](const Open& o) { return o.children.empty(); });
+  if (all_read && none_open_holds) marked_.clear();
+}
+
 PhaseTimes PhaseClock::lap() {
+  if (!marked_.empty()) read_passed_marks();
   const auto now = Clock::now();
   PhaseTimes out = std::move(times_);
   times_ = PhaseTimes{};

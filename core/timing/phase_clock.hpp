@@ -7,6 +7,12 @@
 // idle, a checkpoint, the metrics report, data loading) stay that phase's. Scopes opened
 // on any other thread, or with no clock installed, cost a thread-local read and time
 // nothing.
+//
+// On a GPU (a clock given a stream marker) a scope's time is the stream's: a mark on the
+// current stream where it opens and where it closes, read once the device has passed
+// both (never waited for). A scope is charged to the first lap that finds its marks
+// passed, so a step's tail the device had not finished at its lap (its update's kernels)
+// counts in the next step's figures; the total and `other` stay the host's interval.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "timing/stream_mark.hpp"
 
 namespace plait {
 
@@ -44,7 +52,8 @@ struct PhaseTimes {
 
 class PhaseClock {
  public:
-  PhaseClock();  // the first interval starts now
+  // The first interval starts now. With a marker, scopes are timed on the device's stream.
+  explicit PhaseClock(StreamMarker marker = {});
   ~PhaseClock();
   PhaseClock(const PhaseClock&) = delete;
   PhaseClock& operator=(const PhaseClock&) = delete;
@@ -62,12 +71,26 @@ class PhaseClock {
     std::string_view comm_key;
     Clock::time_point start;
     double nested_s;  // what scopes inside it took
+    std::shared_ptr<StreamMark> mark;   // with a marker: where the stream was at the open
+    std::vector<std::size_t> children;  // with a marker: closed scopes inside it (into marked_)
+  };
+  // A closed scope timed on the stream, waiting for the device to pass its marks.
+  struct Marked {
+    Phase phase;
+    std::string comm_key;
+    std::shared_ptr<StreamMark> begin, end;
+    std::vector<std::size_t> children;
+    double whole_s = -1.0;  // once read
   };
   bool absorbing() const;
   void open(Phase phase, std::string_view comm_key);
   void close();
+  void charge(Phase phase, std::string_view comm_key, double own_s);
+  void read_passed_marks();
 
+  StreamMarker marker_;
   std::vector<Open> open_;
+  std::vector<Marked> marked_;  // in closing order: a scope's children before it
   PhaseTimes times_;
   Clock::time_point lap_start_;
   bool installed_ = false;

@@ -17,6 +17,7 @@
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
 #include "run/stop_notice.hpp"
+#include "timing/event_marks.hpp"
 #include "timing/phase_clock.hpp"
 #include "train/checkpoint_saver.hpp"
 #include "train/debug_dumps.hpp"
@@ -118,7 +119,7 @@ RunSummary train(const RunPlan& plan) {
   RunSummary summary;
   const auto start = std::chrono::steady_clock::now();
   const int64_t steps = plan.config->train().steps;
-  PhaseClock clock;  // consecutive steps' intervals touch: a save or a report is in the next step's time
+  PhaseClock clock(event_marker_for(rank->device));  // consecutive steps' intervals touch: a save or a report is in the next step's time
   if (plan.config->train().phase_timing) clock.install();
   for (int64_t step = progress.step + 1; step <= steps; ++step) {
     // A stop signal's thread is saying how the run ended, at the last step that ended:

@@ -250,3 +250,59 @@ TEST_CASE("MFU's denominator on a GPU is its data-sheet peak for the dtype unles
   train.peak_flops = 500e12;
   CHECK(effective_peak_flops(train) == 500e12);  // set: kept
 }
+
+namespace {
+
+// A stream stand-in: marks carry the stream's time when they were put, and pass when the
+// test says the device got there.
+struct FakeStream {
+  double now_s = 0.0;
+  double reached_s = -1.0;
+  struct Mark : StreamMark {
+    const FakeStream* stream;
+    double at_s;
+    Mark(const FakeStream* s, double t) : stream(s), at_s(t) {}
+    bool passed() const override { return stream->reached_s >= at_s; }
+    double seconds_since(const StreamMark& earlier) const override {
+      return at_s - static_cast<const Mark&>(earlier).at_s;
+    }
+  };
+  StreamMarker marker() {
+    return [this] { return std::make_unique<Mark>(this, now_s); };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("on a GPU a phase is the stream's time between its marks, charged once the device has passed them",
+          "[timing]") {
+  FakeStream stream;
+  PhaseClock clock(stream.marker());
+  clock.install();
+  {
+    const PhaseScope forward(Phase::forward);
+    stream.now_s = 0.030;  // the stream's work the forward queued
+    {
+      const PhaseScope comm(Phase::comm_exposed, "dp.all_reduce");
+      stream.now_s = 0.050;  // the compute stream held back for the collective
+    }
+    stream.now_s = 0.060;
+  }
+  {
+    const PhaseScope optimizer(Phase::optimizer);
+    stream.now_s = 0.070;
+  }
+  // The host is at its lap with the device short of the optimizer's end: the forward is
+  // read, the optimizer waits for the next lap rather than for the device.
+  stream.reached_s = 0.065;
+  const PhaseTimes first = clock.lap();
+  CHECK(ms_of(first, Phase::forward) == Approx(40.0));  // 60 on the stream less the 20 nested
+  CHECK(ms_of(first, Phase::comm_exposed) == Approx(20.0));
+  CHECK(first.comm_s.at("dp.all_reduce") == Approx(0.020));
+  CHECK(ms_of(first, Phase::optimizer) == 0.0);
+  stream.reached_s = 1.0;
+  const PhaseTimes second = clock.lap();
+  CHECK(ms_of(second, Phase::optimizer) == Approx(10.0));
+  CHECK(ms_of(second, Phase::forward) == 0.0);  // charged once
+  CHECK(clock.lap().of(Phase::optimizer) == 0.0);
+}
