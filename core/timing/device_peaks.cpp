@@ -20,7 +20,9 @@ struct PeakRow {
   const char* source;
 };
 
-// First match wins: the PCIe H100 before the SXM one. Dense figures (no sparsity); fp32 is
+// First match wins: the PCIe H100 before the SXM one. The bf16 and fp32 figures of the
+// GPUs configs/hardware also describes are held equal to those files by a test
+// (test_step_time.cpp, "[peaks]"). Dense figures (no sparsity); fp32 is
 // the CUDA cores' (PyTorch does not use TF32 for float32 matmuls unless asked), fp64 the
 // tensor cores'.
 constexpr PeakRow kPeaks[] = {

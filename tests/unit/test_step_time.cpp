@@ -13,6 +13,7 @@
 #include "metrics/rank_summary.hpp"
 #include "support/test_support.hpp"
 #include "config/settings.hpp"
+#include "plan/hardware.hpp"
 #include "timing/device_peaks.hpp"
 #include "timing/phase_clock.hpp"
 
@@ -249,6 +250,20 @@ TEST_CASE("MFU's denominator on a GPU is its data-sheet peak for the dtype unles
   train.device = "cuda";
   train.peak_flops = 500e12;
   CHECK(effective_peak_flops(train) == 500e12);  // set: kept
+}
+
+TEST_CASE("the MFU peak table and the planner's hardware files agree on every GPU both know", "[timing][peaks]") {
+  // One data sheet figure in two places (the planner needs node and link figures the run
+  // does not, the run needs fp64 and PCIe rows the planner has no machine for): held equal.
+  const std::vector<std::pair<std::string, std::string>> both = {
+      {"a100-80g", "NVIDIA A100-SXM4-80GB"}, {"h100-sxm", "NVIDIA H100 80GB HBM3"},
+      {"h200-sxm", "NVIDIA H200"},           {"b200", "NVIDIA B200"}};
+  for (const auto& [file, reported] : both) {
+    INFO(file);
+    const Hardware hw = load_hardware(file);
+    CHECK(known_peak_flops(reported, "bfloat16")->flops == Approx(hw.peak_bf16_tflops * 1e12));
+    CHECK(known_peak_flops(reported, "float32")->flops == Approx(hw.peak_fp32_tflops * 1e12));
+  }
 }
 
 namespace {
