@@ -95,6 +95,47 @@ nlohmann::ordered_json to_json(const CheckpointIndex& index) {
           {"tensors", tensors}};
 }
 
+namespace {
+
+// What a well-formed index can still get wrong: counts no run can have, block checksums
+// that do not fit their file, shapes and dtypes no tensor has, parts in unlisted files or
+// not covering their tensor.
+void check_index_holds_together(const CheckpointIndex& index, const std::string& where) {
+  // A step, token or sample count no run can have would carry on as the learning rate's and the data's position.
+  PLAIT_CHECK(index.step >= 1 && index.tokens >= 0 && index.samples >= 0,
+              concat(where, ": the checkpoint index says step ", index.step, ", ", index.tokens, " tokens, ", index.samples,
+                     " samples, which no run can have saved"),
+              "the checkpoint is damaged; resume from another");
+  for (const auto& [name, f] : index.files) {
+    PLAIT_CHECK(f.bytes >= 0 && f.block_bytes > 0 &&
+                    static_cast<int64_t>(f.blocks.size()) == 16 * ((f.bytes + f.block_bytes - 1) / f.block_bytes),
+                concat(where, ": the block checksums of ", name, " do not fit its ", f.bytes, " bytes"),
+                "the checkpoint is damaged");
+  }
+  for (const auto& [name, t] : index.tensors) {
+    // Past 2^50 elements (a petabyte of parameters) a shape is damage, and its product would overflow.
+    constexpr int64_t kMostElements = int64_t{1} << 50;
+    int64_t elements = 1;
+    for (const int64_t d : t.shape) {
+      PLAIT_CHECK(d >= 0 && (d == 0 || elements <= kMostElements / d),
+                  concat(where, ": tensor ", name, " has a shape no tensor can have (a size of ", d, ")"),
+                  "the checkpoint is damaged");
+      elements *= d;
+    }
+    PLAIT_CHECK(safetensors_dtype_bytes(t.dtype) > 0, concat(where, ": tensor ", name, " has dtype '", t.dtype,
+                                                             "', which no safetensors file holds"),
+                "the checkpoint is damaged");
+    for (const auto& p : t.parts) {
+      PLAIT_CHECK(index.files.count(p.file) == 1,
+                  concat(where, ": tensor ", name, " has a part in ", p.file, ", which the index does not list"),
+                  "the checkpoint is damaged");
+    }
+    check_parts_cover(name, t, where);
+  }
+}
+
+}  // namespace
+
 CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& where) {
   // The library's words for a value of the wrong type name neither the file nor the key:
   // each top-level field is read naming its key.
@@ -149,37 +190,7 @@ CheckpointIndex index_from_json(const nlohmann::json& j, const std::string& wher
   } catch (const nlohmann::json::exception& e) {
     throw Error(concat(where, ": the checkpoint index is damaged: its \"", key, "\": ", json_fault(e.what())), fix);
   }
-  // A step, token or sample count no run can have would carry on as the learning rate's and the data's position.
-  PLAIT_CHECK(index.step >= 1 && index.tokens >= 0 && index.samples >= 0,
-              concat(where, ": the checkpoint index says step ", index.step, ", ", index.tokens, " tokens, ", index.samples,
-                     " samples, which no run can have saved"),
-              "the checkpoint is damaged; resume from another");
-  for (const auto& [name, f] : index.files) {
-    PLAIT_CHECK(f.bytes >= 0 && f.block_bytes > 0 &&
-                    static_cast<int64_t>(f.blocks.size()) == 16 * ((f.bytes + f.block_bytes - 1) / f.block_bytes),
-                concat(where, ": the block checksums of ", name, " do not fit its ", f.bytes, " bytes"),
-                "the checkpoint is damaged");
-  }
-  for (const auto& [name, t] : index.tensors) {
-    // Past 2^50 elements (a petabyte of parameters) a shape is damage, and its product would overflow.
-    constexpr int64_t kMostElements = int64_t{1} << 50;
-    int64_t elements = 1;
-    for (const int64_t d : t.shape) {
-      PLAIT_CHECK(d >= 0 && (d == 0 || elements <= kMostElements / d),
-                  concat(where, ": tensor ", name, " has a shape no tensor can have (a size of ", d, ")"),
-                  "the checkpoint is damaged");
-      elements *= d;
-    }
-    PLAIT_CHECK(safetensors_dtype_bytes(t.dtype) > 0, concat(where, ": tensor ", name, " has dtype '", t.dtype,
-                                                             "', which no safetensors file holds"),
-                "the checkpoint is damaged");
-    for (const auto& p : t.parts) {
-      PLAIT_CHECK(index.files.count(p.file) == 1,
-                  concat(where, ": tensor ", name, " has a part in ", p.file, ", which the index does not list"),
-                  "the checkpoint is damaged");
-    }
-    check_parts_cover(name, t, where);
-  }
+  check_index_holds_together(index, where);
   return index;
 }
 

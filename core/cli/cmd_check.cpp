@@ -13,8 +13,8 @@
 #include "run/launch_plan.hpp"
 #include "equivalence/tolerance.hpp"
 #include "run/prepare.hpp"
-#include "run/run_folder.hpp"
-#include "run/subprocess.hpp"
+#include "output/run_folder.hpp"
+#include "util/subprocess.hpp"
 #include "util/read_text.hpp"
 
 namespace plait::cli {

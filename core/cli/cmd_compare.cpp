@@ -7,7 +7,7 @@
 #include "compare/report_html.hpp"
 #include "compare/report_sections.hpp"
 #include "plait/sdk/error.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 #include "util/writable_folder.hpp"
 
 namespace plait::cli {

@@ -7,8 +7,8 @@
 #include "debug/flight_report.hpp"  // rank_list
 #include "debug/flight_summary.hpp"
 #include "plait/sdk/error.hpp"
-#include "run/restart_record.hpp"
-#include "run/run_status.hpp"
+#include "output/restart_record.hpp"
+#include "output/run_status.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;

@@ -22,7 +22,7 @@
 #include "plait/sdk/adapter.hpp"
 #include "run/prepare.hpp"
 #include "run/resume_check.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 #include "util/human_bytes.hpp"
 
 namespace plait::cli {

@@ -23,7 +23,7 @@
 #include "plan/run_cost.hpp"
 #include "plan/run_ranking.hpp"
 #include "run/prepare.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 #include "util/search_path.hpp"
 #include "util/short_number.hpp"
 

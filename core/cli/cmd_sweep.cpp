@@ -18,9 +18,9 @@
 #include "config/resolve.hpp"
 #include "run/launch_plan.hpp"
 #include "run/prepare.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_status.hpp"
-#include "run/subprocess.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_status.hpp"
+#include "util/subprocess.hpp"
 #include "sweep/sweep_plan.hpp"
 #include "util/short_number.hpp"
 
@@ -123,13 +123,16 @@ void check_variations(const SweepArgs& args, const std::vector<sweep::Variation>
 
 }  // namespace
 
-int sweep(const SweepArgs& args) {
+namespace {
+
+// The --vary flags parsed and checked: each value against its key's schema, none also
+// given by a --set (it would be overridden in every run, silently), two combinations at least.
+std::vector<sweep::Variation> checked_variations(const SweepArgs& args) {
   std::vector<sweep::Variation> variations;
   for (const auto& v : args.vary) variations.push_back(sweep::parse_vary(v));
   PLAIT_CHECK(!variations.empty(), "plait sweep needs at least one --vary KEY=V1,V2,...",
               "for example --vary parallel.data=ddp,zero,fsdp");
   check_variations(args, variations);
-  // A --set of a varied key would be overridden in every run, silently.
   for (const auto& v : variations) {
     for (const auto& set : args.sets) {
       PLAIT_CHECK(assignment_key(set) != v.key,
@@ -140,13 +143,12 @@ int sweep(const SweepArgs& args) {
   PLAIT_CHECK(sweep::combinations(variations).size() >= 2,
               concat("--vary ", args.vary.front(), " gives one combination: a sweep compares two or more"),
               "give a --vary key two or more values (plait run runs one configuration)");
-  // --out, or runs/sweep-<config>-<time>.
-  const fs::path folder = args.out ? fs::path(*args.out) : [&] {
-    const fs::path run = choose_run_folder("", args.config);
-    return run.parent_path() / ("sweep-" + run.filename().string());
-  }();
-  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
-  const std::vector<Outcome> outcomes = check_combinations(args, sweep::combinations(variations), folder);
+  return variations;
+}
+
+// The combinations checked before launch that may run (two at least), each skipped one
+// and each note said.
+std::vector<sweep::Combination> runnable(const std::vector<Outcome>& outcomes) {
   std::vector<sweep::Combination> kept;
   for (const auto& o : outcomes) {
     for (const auto& idle : o.idle) std::cout << "note: " << o.combination.name << ": " << idle << "\n";
@@ -164,16 +166,20 @@ int sweep(const SweepArgs& args) {
               concat("only ", kept[0].name, " of the sweep's ", outcomes.size(),
                      " combinations is valid (the reasons are above): one run compares with nothing"),
               "fix the config or the --vary values; plait run runs one configuration");
-  const auto order = sweep::run_order(kept, args.repeats);
-  std::cout << "sweep: " << outcomes.size() << " combinations, " << kept.size() << " valid, " << order.size()
-            << " runs into " << folder.string() << "\n";
-  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
-  fs::create_directories(folder);
-  fs::create_directories(folder / "logs");
-  const std::atomic<int>& stop_signal = catch_stop_signals();
+  return kept;
+}
+
+struct SweepRuns {
+  std::vector<std::string> finished;               // run folders
+  std::set<std::size_t> combinations_finished;     // a comparison needs two
+};
+
+// Each planned run in turn, until a stop signal; sweep.json rewritten after each.
+SweepRuns run_all(const SweepArgs& args, const std::vector<sweep::Combination>& kept,
+                  const std::vector<sweep::PlannedRun>& order, const fs::path& folder,
+                  const std::vector<Outcome>& outcomes, const std::atomic<int>& stop_signal) {
+  SweepRuns done;
   nlohmann::ordered_json runs = nlohmann::json::array();
-  std::vector<std::string> finished;
-  std::set<std::size_t> combinations_finished;  // a comparison needs two
   for (std::size_t i = 0; i < order.size() && stop_signal == 0; ++i) {
     const auto& planned = order[i];
     const fs::path out = folder / planned.folder;
@@ -189,18 +195,18 @@ int sweep(const SweepArgs& args) {
     runs.push_back({{"folder", planned.folder}, {"combination", kept[planned.combination].name},
                     {"repeat", planned.repeat}, {"state", state}, {"exit_code", code}, {"seconds", seconds}});
     if (code == 0) {
-      finished.push_back(out.string());
-      combinations_finished.insert(planned.combination);
+      done.finished.push_back(out.string());
+      done.combinations_finished.insert(planned.combination);
     }
     write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
   }
   write_file_atomically((folder / "sweep.json").string(), sweep_record(args, outcomes, runs).dump(2) + "\n");
-  if (stop_signal != 0) std::cout << "sweep interrupted: the report covers the " << finished.size() << " runs that finished\n";
-  if (combinations_finished.size() < 2) {
-    std::cout << "runs of fewer than two combinations finished: no comparison\n";
-    return stop_signal != 0 ? 128 + stop_signal : (finished.size() == order.size() ? 0 : 1);
-  }
-  // Repeats of a combination are one run of the comparison, their steps pooled.
+  return done;
+}
+
+// The comparison of the finished runs (repeats of a combination are one run of it, their
+// steps pooled), after a section on what was skipped before launch.
+void write_report(const fs::path& folder, const std::vector<std::string>& finished, const std::vector<Outcome>& outcomes) {
   const compare::Comparison c = compare::compare_runs(compare::load_runs(finished));
   std::vector<compare::Section> sections = compare::report_sections(c);
   compare::Section skipped{"Skipped before launch", {}, {}};
@@ -216,8 +222,36 @@ int sweep(const SweepArgs& args) {
   write_file_atomically((folder / "report.md").string(), compare::render_markdown(sections));
   write_file_atomically((folder / "report.html").string(), compare::render_html(c, sections));
   std::cout << "report: " << (folder / "report.md").string() << " and report.html\n";
+}
+
+}  // namespace
+
+int sweep(const SweepArgs& args) {
+  const std::vector<sweep::Variation> variations = checked_variations(args);
+  // --out, or runs/sweep-<config>-<time>.
+  const fs::path folder = args.out ? fs::path(*args.out) : [&] {
+    const fs::path run = choose_run_folder("", args.config);
+    return run.parent_path() / ("sweep-" + run.filename().string());
+  }();
+  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
+  const std::vector<Outcome> outcomes = check_combinations(args, sweep::combinations(variations), folder);
+  const std::vector<sweep::Combination> kept = runnable(outcomes);
+  const auto order = sweep::run_order(kept, args.repeats);
+  std::cout << "sweep: " << outcomes.size() << " combinations, " << kept.size() << " valid, " << order.size()
+            << " runs into " << folder.string() << "\n";
+  check_new_folder(folder.string(), "the sweep folder", "--out", "plait never writes into an earlier sweep");
+  fs::create_directories(folder);
+  fs::create_directories(folder / "logs");
+  const std::atomic<int>& stop_signal = catch_stop_signals();
+  const SweepRuns done = run_all(args, kept, order, folder, outcomes, stop_signal);
+  if (stop_signal != 0) std::cout << "sweep interrupted: the report covers the " << done.finished.size() << " runs that finished\n";
+  if (done.combinations_finished.size() < 2) {
+    std::cout << "runs of fewer than two combinations finished: no comparison\n";
+    return stop_signal != 0 ? 128 + stop_signal : (done.finished.size() == order.size() ? 0 : 1);
+  }
+  write_report(folder, done.finished, outcomes);
   if (stop_signal != 0) return 128 + stop_signal;
-  return finished.size() == order.size() ? 0 : 1;
+  return done.finished.size() == order.size() ? 0 : 1;
 }
 
 }  // namespace plait::cli

@@ -10,7 +10,7 @@
 #include "distributed/rendezvous.hpp"
 #include "log/logging.hpp"
 #include "run/restart_point.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;

@@ -12,8 +12,8 @@
 #include "distributed/restart_agreement.hpp"
 #include "distributed/supervisor.hpp"
 #include "run/launch_plan.hpp"
-#include "run/restart_record.hpp"
-#include "run/run_status.hpp"
+#include "output/restart_record.hpp"
+#include "output/run_status.hpp"
 
 namespace plait {
 class JobStore;

@@ -12,7 +12,7 @@
 #include "debug/exception_text.hpp"
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
-#include "run/subprocess.hpp"
+#include "util/subprocess.hpp"
 #include "train/reproducible_math.hpp"
 
 namespace {
@@ -165,6 +165,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
                              "Check it for this machine instead of this one (a100-80g, h100-sxm, ... or a hardware "
                              "file): no local GPU or communicator is asked for");
   c.validate_cmd->add_option("--gpus", c.validate_gpus, "With --hardware: the ranks it runs on (default: its mesh's)");
+}
+
+void add_schedule_and_checkpoint_commands(CLI::App& app, Commands& c) {
   auto* schedule_cmd = app.add_subcommand("schedule", "Inspect pipeline schedules");
   schedule_cmd->require_subcommand(1);
   c.schedule_cmd =
@@ -185,6 +188,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
       "diff", "Whether two checkpoints hold the same state, tensor by tensor (exit 3 and the first difference if not)");
   c.diff_ckpt_cmd->add_option("a", c.diff_ckpt.a, "Checkpoint, folder of checkpoints, or run folder")->required();
   c.diff_ckpt_cmd->add_option("b", c.diff_ckpt.b, "Checkpoint, folder of checkpoints, or run folder")->required();
+}
+
+void add_compare_commands(CLI::App& app, Commands& c) {
   c.compare_cmd = app.add_subcommand("compare", "Compare runs: config differences, loss agreement, speed, time, memory");
   c.compare_cmd->add_option("runs", c.compare_args.runs, "Two or more run folders, or a sweep folder")->required();
   c.compare_cmd->add_option("--markdown", c.compare_args.markdown, "Also write the report as Markdown to this file");
@@ -198,6 +204,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.sweep_cmd->add_option("--repeats", c.sweep_repeats, "Runs of each combination, interleaved (default 1)");
   c.sweep_cmd->add_option("--steps", c.sweep_steps, "Steps of each run (default: the config's)");
   c.sweep_cmd->add_option("--out", c.sweep_args.out, "The sweep folder (default runs/sweep-<config>-<time>)");
+}
+
+void add_plan_command(CLI::App& app, Commands& c) {
   c.plan_cmd = app.add_subcommand(
       "plan", "Find the fastest strategy that fits a model on N accelerators, or explain one config's memory and time");
   c.plan_cmd->add_option("--model", c.plan_args.model,
@@ -230,6 +239,9 @@ void add_inspect_commands(CLI::App& app, Commands& c) {
   c.plan_cmd->add_option("--gpus", c.plan_gpus, "Accelerators to plan for (with --explain: the config's pp and tp, "
                                                 "data parallel the rest; default its mesh)");
   c.plan_cmd->add_flag("--json", c.plan_args.json, "Machine-readable output");
+}
+
+void add_debug_and_export_commands(CLI::App& app, Commands& c) {
   c.debug_cmd = app.add_subcommand("debug", "Name the rank a hang or desync comes from, from the ranks' flight records");
   c.debug_cmd->add_option("run", c.debug_args.run, "The run folder (a running job's ranks are asked for fresh records)")
       ->required();
@@ -263,22 +275,15 @@ void define(CLI::App& app, Commands& c) {
   c.run_cmd->add_flag("-v,--verbose", c.verbose, "Debug logging");
   add_check_command(app, c);
   add_inspect_commands(app, c);
+  add_schedule_and_checkpoint_commands(app, c);
+  add_compare_commands(app, c);
+  add_plan_command(app, c);
+  add_debug_and_export_commands(app, c);
 }
 
-// Runs the chosen subcommand; plait::Error propagates to main.
-int dispatch(CLI::App& app, Commands& c) {
-  c.run.verbose = c.validate.verbose = c.check.run.verbose = c.verbose;
-  plait::configure_logging("", c.verbose);  // -v shows the checks' debug lines too
-  if (c.version) return version();
-  if (*c.run_cmd) {
-    c.run_raw.into(c.run);
-    return run(c.run);
-  }
-  if (*c.check_cmd) {
-    c.check_raw.into(c.check.run);
-    c.check.tolerance = fraction_flag("--tolerance", c.tolerance);
-    return check(c.check);
-  }
+// The subcommands whose flags are read into their arguments here (ranges, units) before
+// they run; -1 when none of them was chosen.
+int dispatch_with_flags(Commands& c) {
   if (*c.validate_cmd) {
     c.validate_raw.into(c.validate);
     const auto gpus = integer_flag("--gpus", c.validate_gpus, 1, int64_t{1} << 24);
@@ -293,16 +298,6 @@ int dispatch(CLI::App& app, Commands& c) {
     c.verify_args.loss_gap = fraction_flag("--loss-gap", c.verify_loss_gap).value_or(c.verify_args.loss_gap);
     return verify(c.verify_args);
   }
-  if (*c.new_plugin_cmd) return new_plugin(c.new_plugin_args);
-  if (*c.plugins_cmd) return plugins(c.plugins);
-  if (*c.models_cmd) return models();
-  if (*c.bundles_cmd) return bundles(c.bundles);
-  if (*c.show_cmd) return config_show(c.show);
-  if (*c.schedule_cmd) return schedule_show(c.schedule);
-  if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
-  if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
-  if (*c.diff_ckpt_cmd) return checkpoint_diff(c.diff_ckpt);
-  if (*c.compare_cmd) return compare(c.compare_args);
   if (*c.sweep_cmd) {
     c.sweep_args.steps = integer_flag("--steps", c.sweep_steps, 1, int64_t{1} << 53);
     c.sweep_args.repeats = static_cast<int>(integer_flag("--repeats", c.sweep_repeats, 1, 1000).value_or(1));
@@ -331,6 +326,34 @@ int dispatch(CLI::App& app, Commands& c) {
     }
     return export_hf(c.export_args);
   }
+  return -1;
+}
+
+// Runs the chosen subcommand; plait::Error propagates to main.
+int dispatch(CLI::App& app, Commands& c) {
+  c.run.verbose = c.validate.verbose = c.check.run.verbose = c.verbose;
+  plait::configure_logging("", c.verbose);  // -v shows the checks' debug lines too
+  if (c.version) return version();
+  if (*c.run_cmd) {
+    c.run_raw.into(c.run);
+    return run(c.run);
+  }
+  if (*c.check_cmd) {
+    c.check_raw.into(c.check.run);
+    c.check.tolerance = fraction_flag("--tolerance", c.tolerance);
+    return check(c.check);
+  }
+  if (*c.new_plugin_cmd) return new_plugin(c.new_plugin_args);
+  if (*c.plugins_cmd) return plugins(c.plugins);
+  if (*c.models_cmd) return models();
+  if (*c.bundles_cmd) return bundles(c.bundles);
+  if (*c.show_cmd) return config_show(c.show);
+  if (*c.schedule_cmd) return schedule_show(c.schedule);
+  if (*c.inspect_ckpt_cmd) return checkpoint_inspect(c.inspect_ckpt);
+  if (*c.verify_ckpt_cmd) return checkpoint_verify(c.verify_ckpt);
+  if (*c.diff_ckpt_cmd) return checkpoint_diff(c.diff_ckpt);
+  if (*c.compare_cmd) return compare(c.compare_args);
+  if (const int code = dispatch_with_flags(c); code != -1) return code;
   std::cout << app.help();
   return 1;
 }

@@ -14,8 +14,8 @@
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/short_number.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_status.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_status.hpp"
 #include "timing/device_peaks.hpp"
 
 namespace plait::cli {
@@ -90,7 +90,7 @@ std::string lock_text(const PreparedRun& prep) {
   }
   // Injected faults, PLAIT_FAULTS' too: a run that was damaged on purpose says so where its config is kept.
   std::vector<ConfigValue> faults;
-  for (const auto& f : configured_faults(prep.config->debug().faults, "[debug] faults")) faults.push_back(ConfigValue::of(f.text));
+  for (const auto& f : configured_faults(*prep.config)) faults.push_back(ConfigValue::of(f.text));
   if (!faults.empty()) text += concat("faults = ", ConfigValue::of(faults).to_toml(), "\n");
   return text;
 }

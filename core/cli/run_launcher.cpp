@@ -22,9 +22,9 @@
 #include "distributed/supervisor.hpp"
 #include "log/logging.hpp"
 #include "run/drill_check.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_folder_lock.hpp"
-#include "run/run_status.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_folder_lock.hpp"
+#include "output/run_status.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -185,6 +185,81 @@ void gather_flight(JobStore& store, int attempt, const LaunchPlan& launch, const
   return 128 + signal;
 }
 
+// The run's status and log say what starts: the ranks, the mesh, this node's share, and
+// every fault injected on purpose.
+void announce_launch(const PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args,
+                     const std::vector<FaultSpec>& faults, RunStatus& status) {
+  std::vector<std::string> fault_texts;
+  for (const auto& f : faults) fault_texts.push_back(f.text);
+  status.note_faults(fault_texts);
+  status.running(0);
+  core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", launch.folder, "; ",
+                  prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",
+                  launch.nproc, " on node ", launch.node_rank, " of ", launch.nnodes);
+  for (const auto& f : faults) core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
+}
+
+// Node 0 hosts the job's store, the others connect to it; a failure is the run's status.
+std::unique_ptr<JobStore> open_job_store(const PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args,
+                                         const std::string& master_addr, const std::string& token, RunStatus& status) {
+  try {
+    return launch.node_rank == 0
+               ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token,
+                                /*loopback_only=*/launch.nnodes == 1)
+               : JobStore::connect(master_addr, *args.master_port, /*adopt the job id*/ "", prep.dist.rendezvous_timeout,
+                                   concat("the launcher of node ", launch.node_rank), token, false, kStoreReplyTimeout);
+  } catch (const std::exception& e) {
+    status.failed(e.what());
+    throw;
+  }
+}
+
+// A drill whose faults did not all strike tested nothing (drill_check.hpp); else the run
+// finished, and node 0 says how it went.
+void finish_launch(const LaunchPlan& launch, const std::vector<FaultSpec>& faults, int restarts, RunStatus& status,
+                   std::chrono::steady_clock::time_point start) {
+  try {
+    check_faults_struck(faults, launch.folder, launch.node_rank * launch.nproc, launch.nproc, restarts + 1);
+  } catch (const Error& e) {
+    status.failed(e.what());
+    throw;
+  }
+  status.finished();
+  if (launch.node_rank == 0) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    core_log().info(summary_from_metrics(launch.folder, seconds, launch.resume_step), "; run folder ", launch.folder,
+                    restarts > 0 ? concat("; restarted ", restarts, " time(s): restarts.json") : "");
+  }
+  flush_logs();
+}
+
+// The checked checkpoint when a damaged newer one was passed over (the ranks would take the
+// newest); empty: the ranks' own answer.
+std::string first_resume_point(const LaunchPlan& launch) {
+  for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
+  return launch.resume_refused.empty() ? "" : launch.resume.value_or("");
+}
+
+// After a stop every launcher posts its ranks' flight records, they agree whether to
+// restart, and node 0 gathers the records.
+RestartDecision decide_after_stop(JobStore& store, int attempt, const LaunchPlan& launch, const PreparedRun& prep,
+                                  const SupervisorSpec& spec, const JobStopped& stopped, std::chrono::milliseconds others) {
+  post_own_flight(store, attempt, launch, spec);
+  RestartDecision decision = agree_on_restart(store, prep, launch, attempt, stopped);
+  gather_flight(store, attempt, launch, prep, others);
+  return decision;
+}
+
+// A restart decided: the flight records' summary in the log, and restarts.json's entry
+// with the culprit and the step reached, from this attempt's records before they are kept apart.
+void record_restart(RestartBook& restarts, const RestartDecision& decision, const LaunchPlan& launch, int world_size,
+                    int attempt) {
+  const std::string flight = summarise_flight(launch.folder, world_size);
+  if (!flight.empty()) core_log().warn(flight);
+  restarts.restarting(decision, analyse_flight(read_flight_records(launch.folder), world_size).culprit);
+  restarts.keep_flight_records(attempt);
+}
+
 }  // namespace
 
 int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args) {
@@ -195,35 +270,15 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
   configure_logging((fs::path(launch.folder) / "launcher.log").string(), args.verbose);
   write_lock(prep, launch.folder);
   RunStatus status(launch.folder, prep.config->train().steps);
-  const auto faults = configured_faults(prep.config->debug().faults, "[debug] faults");
-  std::vector<std::string> fault_texts;
-  for (const auto& f : faults) fault_texts.push_back(f.text);
-  status.note_faults(fault_texts);
-  status.running(0);
-  core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", launch.folder, "; ",
-                  prep.world_size, " ranks (dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, "), ",
-                  launch.nproc, " on node ", launch.node_rank, " of ", launch.nnodes);
-  for (const auto& f : faults) core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
+  const std::vector<FaultSpec> faults = configured_faults(*prep.config);
+  announce_launch(prep, launch, args, faults, status);
   // One node: its ranks reach the store over loopback, the only interface it listens on.
   const std::string master_addr = launch.nnodes == 1 ? "127.0.0.1" : args.master_addr.value_or("127.0.0.1");
-  std::unique_ptr<JobStore> store;
-  try {
-    store = launch.node_rank == 0
-                ? JobStore::host(args.master_port.value_or(0), new_job_id(), prep.dist.rendezvous_timeout, token,
-                                 /*loopback_only=*/launch.nnodes == 1)
-                : JobStore::connect(master_addr, *args.master_port, /*adopt the job id*/ "", prep.dist.rendezvous_timeout,
-                                    concat("the launcher of node ", launch.node_rank), token, false, kStoreReplyTimeout);
-  } catch (const std::exception& e) {
-    status.failed(e.what());
-    throw;
-  }
+  std::unique_ptr<JobStore> store = open_job_store(prep, launch, args, master_addr, token, status);
   auto heartbeat = std::make_unique<NodeHeartbeat>(*store, launch.node_rank, launch.nnodes);
   RestartBook restarts(launch.folder, launch.node_rank, status);
   const auto start = std::chrono::steady_clock::now();
-  // The checked checkpoint when a damaged newer one was passed over (the ranks would take the
-  // newest), then a restart's.
-  for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
-  std::string resume_from = launch.resume_refused.empty() ? "" : launch.resume.value_or("");
+  std::string resume_from = first_resume_point(launch);
   for (int attempt = 0;; ++attempt) {
     heartbeat->forgive();
     const std::unique_ptr<JobStore> job = store->view(attempt_job_id(store->job_id(), attempt));
@@ -248,41 +303,21 @@ int run_launcher(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& arg
           store = rejoin_store(*store, prep, launch, master_addr, *args.master_port, token);
           heartbeat = std::make_unique<NodeHeartbeat>(*store, launch.node_rank, launch.nnodes);
         } catch (const std::exception& e) {
-          fail_job(stopped, concat("node 0's store did not answer again: ", e.what()), prep, launch, *store, status,
-                   others);
+          fail_job(stopped, concat("node 0's store did not answer again: ", e.what()), prep, launch, *store, status, others);
         }
       }
-      post_own_flight(*store, attempt, launch, spec);
-      const RestartDecision decision = agree_on_restart(*store, prep, launch, attempt, stopped);
-      gather_flight(*store, attempt, launch, prep, others);
+      const RestartDecision decision = decide_after_stop(*store, attempt, launch, prep, spec, stopped, others);
       const int stop_signal = stopped.interrupted ? stopped.signal : decision.stop_signal;
       if (!decision.restart && stop_signal != 0) return stop_job(stop_signal, prep, launch, *store, status, others);
       if (!decision.restart) fail_job(stopped, decision.why_not, prep, launch, *store, status, others);
-      const std::string flight = summarise_flight(launch.folder, static_cast<int>(prep.world_size));
-      if (!flight.empty()) core_log().warn(flight);
-      // The culprit and the step reached, from this attempt's records before they are kept apart.
-      restarts.restarting(decision,
-                          analyse_flight(read_flight_records(launch.folder), static_cast<int>(prep.world_size)).culprit);
-      restarts.keep_flight_records(attempt);
+      record_restart(restarts, decision, launch, static_cast<int>(prep.world_size), attempt);
       resume_from = decision.resume_from;
     } catch (const std::exception& failure) {
       fail_job(failure, "", prep, launch, *store, status, spec.grace + std::chrono::seconds(2));
     }
   }
   close_store_last(*store, launch, prep.dist.rendezvous_timeout);
-  try {
-    check_faults_struck(faults, launch.folder, launch.node_rank * launch.nproc, launch.nproc, restarts.restarts() + 1);
-  } catch (const Error& e) {
-    status.failed(e.what());
-    throw;
-  }
-  status.finished();
-  if (launch.node_rank == 0) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    core_log().info(summary_from_metrics(launch.folder, seconds, launch.resume_step), "; run folder ", launch.folder,
-                    restarts.restarts() > 0 ? concat("; restarted ", restarts.restarts(), " time(s): restarts.json") : "");
-  }
-  flush_logs();
+  finish_launch(launch, faults, restarts.restarts(), status, start);
   return 0;
 }
 

@@ -10,10 +10,10 @@
 #include "distributed/flight_recorder.hpp"
 #include "log/logging.hpp"
 #include "run/drill_check.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_folder_lock.hpp"
-#include "run/run_status.hpp"
-#include "run/stop_notice.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_folder_lock.hpp"
+#include "output/run_status.hpp"
+#include "output/stop_notice.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -45,7 +45,7 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
                        }});
   install_crash_flight_record();  // a crash names the plugin hook it happened in
   core_log().info("plait ", PLAIT_VERSION, " (LibTorch ", TORCH_VERSION, "): ", args.config, " -> ", folder);
-  const std::vector<FaultSpec> injected = configured_faults(prep.config->debug().faults, "[debug] faults");
+  const std::vector<FaultSpec> injected = configured_faults(*prep.config);
   std::vector<std::string> texts;
   for (const auto& f : injected) {
     core_log().warn("this run injects a fault on purpose: '", f.text, "' (", f.place, ")");
@@ -53,12 +53,13 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
   }
   status.note_faults(texts);
   for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
-  const ProcessFaults faults(injected, 0, 0, folder);
+  FaultInjector faults(injected, 0, 0, folder);
   auto world = World::single();
   const auto start = std::chrono::steady_clock::now();
   try {
     RunPlan plan = run_plan(prep, folder, world.get(), &status);
     plan.resume_from = launch.resume.value_or("");
+    plan.faults = faults.empty() ? nullptr : &faults;
     train_logged(plan);
     check_faults_struck(injected, folder, 0, 1, 1);
   } catch (const std::exception& e) {

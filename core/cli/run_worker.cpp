@@ -21,10 +21,10 @@
 #include "log/logging.hpp"
 #include "plait/sdk/error.hpp"
 #include "run/resume_check.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_folder_lock.hpp"
-#include "run/run_status.hpp"
-#include "run/stop_notice.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_folder_lock.hpp"
+#include "output/run_status.hpp"
+#include "output/stop_notice.hpp"
 
 namespace plait::cli {
 namespace fs = std::filesystem;
@@ -131,6 +131,51 @@ void leave(const WorkerEnv& worker, JobStore& job, std::chrono::milliseconds tim
   }
 }
 
+// Any failure, plait's or LibTorch's own: a rank that ends without its flight record is
+// taken for one killed or stopped, and the report would name it wrongly. Then the job's
+// store hears of it, and the run's status.
+void report_failure(const WorkerEnv& worker, const std::exception& e, JobStore* job, RunStatus* status, bool from_plait) {
+  const auto* own = dynamic_cast<const Error*>(&e);
+  const std::string message = own ? std::string(e.what()) : exception_first_line(e);
+  yield_to_stop_notice();
+  write_process_flight_record(message);
+  try {
+    if (job != nullptr) report_rank_failure(*job, {worker.rank, message, own ? own->hint() : "", says_peer_lost(message)});
+  } catch (const std::exception&) {
+    // The store is gone (its host failed first): the error below is still this rank's news.
+  }
+  // Under plait's launcher the launcher writes how it ended; this rank's last step goes first.
+  if (status && from_plait) status->stopping(message);
+  if (status && !from_plait) status->failed(message);
+}
+
+// The rank's log file (plait's launcher writes its output there itself), its stop notice,
+// and what writes its flight record on a signal or a crash.
+void install_rank_reports(const WorkerEnv& worker, const std::string& folder, bool from_plait, bool keeps_status) {
+  const std::string log_file = (fs::path(folder) / concat("rank-", worker.rank, ".log")).string();
+  if (!from_plait) add_log_file(log_file);
+  install_stop_notice({.rank = worker.rank,
+                       .who = "",
+                       .log_file = log_file,
+                       .stderr_is_logged = from_plait,
+                       .status_folder = keeps_status ? folder : "",
+                       .launcher_parent = from_plait});
+  install_flight_signal();
+  install_crash_flight_record();
+}
+
+// How long a restart took, as the launcher's record times it: to rank 0's first step.
+void time_restart(const WorkerEnv& worker, RunStatus* status, JobStore* job) {
+  if (status == nullptr || worker.restart == 0 || worker.rank != 0) return;
+  status->after_first_step([job](int64_t step) {
+    try {
+      report_first_step(*job, step);
+    } catch (const std::exception&) {
+      // the record misses one time; training goes on
+    }
+  });
+}
+
 }  // namespace
 
 int run_worker(const WorkerEnv& worker, const RunArgs& args) {
@@ -154,65 +199,34 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
   std::string resume_from;  // under plait's launcher, its --set checkpoint.resume_from says it
   const std::string folder =
       from_plait ? worker.run_dir : make_folder_as_ranks(worker, args, prep, *store, held, resume_from);
-  const std::string log_file = (fs::path(folder) / concat("rank-", worker.rank, ".log")).string();
-  if (!from_plait) add_log_file(log_file);
   // The run's status: the node's first rank under plait's launcher (its steps), rank 0 otherwise (all of it).
   const bool keeps_status = from_plait ? worker.local_rank == 0 : worker.rank == 0;
-  install_stop_notice({.rank = worker.rank,
-                       .who = "",
-                       .log_file = log_file,
-                       .stderr_is_logged = from_plait,
-                       .status_folder = keeps_status ? folder : "",
-                       .launcher_parent = from_plait});
-  install_flight_signal();
-  install_crash_flight_record();
+  install_rank_reports(worker, folder, from_plait, keeps_status);
   std::unique_ptr<RunStatus> status;
   if (keeps_status) status = std::make_unique<RunStatus>(folder, prep.config->train().steps);
+  std::optional<FaultInjector> faults;  // outlives the world that acts on it
   Joined joined;
   std::optional<FlightRecordWhileJoined> flight;
-  std::optional<ProcessFaults> faults;
   try {
     agree_on_config(worker, prep, *store, who, args.config);
     join_all_ranks(*store, worker.rank, worker.world_size, prep.dist.rendezvous_timeout);
     joined = join_world(worker, prep, std::move(store));
     flight.emplace(*joined.world, folder);
-    faults.emplace(configured_faults(prep.config->debug().faults, "[debug] faults"), worker.rank, worker.restart, folder);
-    if (status && worker.restart > 0 && worker.rank == 0) {
-      // How long the restart took, as the launcher's record times it: to this rank's first step.
-      status->after_first_step([job = joined.world->store()](int64_t step) {
-        try {
-          report_first_step(*job, step);
-        } catch (const std::exception&) {
-          // the record misses one time; training goes on
-        }
-      });
-    }
+    faults.emplace(configured_faults(*prep.config), worker.rank, worker.restart, folder);
+    if (faults->empty()) faults.reset();
+    joined.world->inject(faults ? &*faults : nullptr);
+    time_restart(worker, status.get(), joined.world->store());
     if (!cores.empty()) core_log().info(who, " bound to cores ", format_core_list(usable_cores()));  // the kernel's word
     RunPlan plan = run_plan(prep, folder, joined.world.get(), status.get());
     plan.resume_from = resume_from;
     plan.local_world_size = worker.local_world_size;
     plan.local_rank = worker.local_rank;
     plan.bound_cores = static_cast<int>(cores.size());
+    plan.faults = faults ? &*faults : nullptr;
     train_logged(plan);
     joined.world->shut_down();
   } catch (const std::exception& e) {
-    // Any failure, plait's or LibTorch's own: a rank that ends without its flight record is
-    // taken for one killed or stopped, and the report would name it wrongly.
-    const auto* own = dynamic_cast<const Error*>(&e);
-    const std::string message = own ? std::string(e.what()) : exception_first_line(e);
-    yield_to_stop_notice();
-    write_process_flight_record(message);
-    try {
-      JobStore* job = joined.world ? joined.world->store() : store.get();
-      if (job != nullptr) {
-        report_rank_failure(*job, {worker.rank, message, own ? own->hint() : "", says_peer_lost(message)});
-      }
-    } catch (const std::exception&) {
-      // The store is gone (its host failed first): the error below is still this rank's news.
-    }
-    // Under plait's launcher the launcher writes how it ended; this rank's last step goes first.
-    if (status && from_plait) status->stopping(message);
-    if (status && !from_plait) status->failed(message);
+    report_failure(worker, e, joined.world ? joined.world->store() : store.get(), status.get(), from_plait);
     throw;
   }
   if (status && !from_plait) status->finished();

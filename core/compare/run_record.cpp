@@ -9,7 +9,7 @@
 
 #include "plait/sdk/error.hpp"
 #include "util/toml_problem.hpp"
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 #include "util/json_problem.hpp"
 
 namespace plait::compare {

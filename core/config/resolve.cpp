@@ -94,7 +94,6 @@ std::vector<SearchDir> config_plugin_dirs(const ConfigTree& tree) {
   return dirs;
 }
 
-// Every key belongs to a table: a root-level one is refused, pointing at the table it may belong to.
 // "none" means no plugin in every role. Before API 12 it was also the single-process data
 // strategy's name, now "single"; a config that says data = "none" still chooses it, and
 // a note says so once.
@@ -109,6 +108,21 @@ static void resolve_data_alias(ResolvedTable& parallel, std::vector<std::string>
   parallel.options = with_values(o, {{"data", std::string(kSingleProcess), o.where("data")}});
   for (auto& entry : parallel.entries) {
     if (entry.key == "data") entry.value = ConfigValue::of(std::string(kSingleProcess));
+  }
+}
+
+// Every key belongs to a table: a root-level one is refused, pointing at the table it may belong to.
+// [debug] slow_ms and nonfinite_step are read as the faults they stand for
+// (debug/fault_plan.hpp); a note gives the one spelling.
+static void note_older_fault_keys(const Options& debug, std::vector<std::string>& notes) {
+  if (debug.get<double>("slow_ms") > 0) {
+    notes.push_back(concat(debug.where("slow_ms"), ": [debug] slow_ms is the fault \"slow rank=", debug.get<int64_t>("slow_rank"),
+                           " ms=", debug.get<double>("slow_ms"), "\": write it in [debug] faults"));
+  }
+  if (debug.get<int64_t>("nonfinite_step") > 0) {
+    notes.push_back(concat(debug.where("nonfinite_step"), ": [debug] nonfinite_step is the fault \"nonfinite rank=",
+                           debug.get<int64_t>("nonfinite_rank"), " step=", debug.get<int64_t>("nonfinite_step"),
+                           "\": write it in [debug] faults"));
   }
 }
 
@@ -157,6 +171,37 @@ static void check_idle_table(const ConfigTree& tree, const PluginRecord& record,
                          "' plays no role in [parallel]: its options do nothing in this run"));
 }
 
+// Which plugins play which role, each found and of its role's kind.
+static std::vector<PluginChoice> choose_plugins(const ConfigTree& tree, const PluginRegistry& registry,
+                                                const Options& parallel, bool one_process) {
+  std::vector<PluginChoice> choices;
+  for (const std::string role : {"data", "pipeline", "tensor", "offload", "adapter", "comm"}) {
+    const std::string name = parallel.get<std::string>(role);
+    if (name == "none") continue;
+    const ConfigEntry* entry = tree.find("parallel", role);
+    Source source = entry ? entry->source : Source::from_default();
+    const std::string where = concat(source.describe(), ": [parallel].", role);
+    if (role == "comm" && one_process) {  // nothing to communicate, but a name no plugin has is still a mistake
+      const PluginRecord* record = registry.find(name);
+      if (record == nullptr || record->kind != role) registry.require(name, role, where);
+      continue;
+    }
+    registry.require(name, role, where);
+    choices.push_back({role, name, source, entry ? source.describe() : tree.default_place()});
+  }
+  return choices;
+}
+
+[[noreturn]] static void refuse_unknown_table(const ConfigTree& tree, const std::string& table,
+                                              const std::vector<std::string>& core_names, const PluginRegistry& registry) {
+  std::vector<std::string> known = core_names;
+  for (const auto& p : registry.plugins()) known.push_back(p.name);
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  throw Error(concat(tree.table_source(table).describe(), ": unknown table [", table, "]", did_you_mean(table, known)),
+              concat("tables are the core's and those named after a found plugin: ", list));
+}
+
 ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& registry, bool launched) {
   ResolvedConfig out;
   std::vector<std::string> core_names;
@@ -173,6 +218,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   }
   for (auto& [name, table] : out.tables_) {
     if (name == "parallel") resolve_data_alias(table, out.notes_);
+    if (name == "debug") note_older_fault_keys(table.options, out.notes_);
   }
   out.train_ = TrainSettings::from(out.table("train"));
   out.data_ = DataSettings::from(out.table("data"));
@@ -181,23 +227,8 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   out.debug_ = DebugSettings::from(out.table("debug"));
   out.distributed_ = DistributedSettings::from(out.table("distributed"));
 
-  // Which plugins play which role.
-  const Options& parallel = out.table("parallel");
   const bool one_process = !launched && out.parallel_.dp == 1 && out.parallel_.pp == 1 && out.parallel_.tp == 1;
-  for (const std::string role : {"data", "pipeline", "tensor", "offload", "adapter", "comm"}) {
-    const std::string name = parallel.get<std::string>(role);
-    if (name == "none") continue;
-    const ConfigEntry* entry = tree.find("parallel", role);
-    Source source = entry ? entry->source : Source::from_default();
-    const std::string where = concat(source.describe(), ": [parallel].", role);
-    if (role == "comm" && one_process) {  // nothing to communicate, but a name no plugin has is still a mistake
-      const PluginRecord* record = registry.find(name);
-      if (record == nullptr || record->kind != role) registry.require(name, role, where);
-      continue;
-    }
-    registry.require(name, role, where);
-    out.choices_.push_back({role, name, source, entry ? source.describe() : tree.default_place()});
-  }
+  out.choices_ = choose_plugins(tree, registry, out.table("parallel"), one_process);
 
   // Plugin tables: chosen plugins always (defaults filled), found-but-unchosen ones when present.
   std::vector<std::string> resolved_plugins;
@@ -221,13 +252,7 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
       check_idle_table(tree, *record, out.parallel_, out.notes_);
       continue;
     }
-    std::vector<std::string> known = core_names;
-    for (const auto& p : registry.plugins()) known.push_back(p.name);
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw Error(concat(tree.table_source(table).describe(), ": unknown table [", table, "]",
-                       did_you_mean(table, known)),
-                concat("tables are the core's and those named after a found plugin: ", list));
+    refuse_unknown_table(tree, table, core_names, registry);
   }
   return out;
 }

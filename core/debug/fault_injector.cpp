@@ -60,18 +60,23 @@ void FaultInjector::strike(const FaultSpec& fault, const std::string& where) {
   }
 }
 
-double FaultInjector::at_step(int64_t step) {
-  double slow_ms = 0.0;
+FaultInjector::InStep FaultInjector::at_step(int64_t step) {
+  InStep in;
   for (const auto& f : faults_) {
     if (f.kind == FaultKind::slow) {
       if (step < f.step) continue;
-      slow_ms += f.ms;
+      in.slow_ms += f.ms;
       if (slowed_.insert(&f).second) record(f, concat("from step ", step, " on"));  // once: the drill's proof it struck
+    } else if (f.kind == FaultKind::nonfinite) {
+      if (f.step != step) continue;
+      core_log().warn("rank ", rank_, ": injecting fault '", f.text, "': this rank's loss of step ", step, " is nan");
+      record(f, concat("the loss of step ", step));
+      in.spoil_loss = true;
     } else if (f.op == 0 && f.step == step && f.kind != FaultKind::corrupt && f.kind != FaultKind::mismatch) {
       strike(f, concat("at the start of step ", step));
     }
   }
-  return slow_ms;
+  return in;
 }
 
 bool FaultInjector::at_collective(const std::string& group, uint64_t seq) {
@@ -99,13 +104,6 @@ bool FaultInjector::corrupts(int64_t step) const {
   }
   return false;
 }
-
-namespace {
-FaultInjector* g_faults = nullptr;
-}
-
-void set_process_faults(FaultInjector* faults) { g_faults = faults; }
-FaultInjector* process_faults() { return g_faults; }
 
 bool flip_byte(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);

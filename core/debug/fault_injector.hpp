@@ -1,8 +1,9 @@
 #pragma once
 // This rank's share of the injected faults (debug/fault_plan.hpp), acted on where they
 // strike: at a step's start (StepRunner), before a collective is issued (the counted
-// communicator), after a checkpoint is written (the saver). A process with no faults has
-// no injector, and the hooks cost a null check.
+// communicator, through its World), after a checkpoint is written (the saver). The rank's
+// RunPlan carries it (null: no faults, and the hooks cost a null check); nothing reads a
+// process-wide one.
 #include <atomic>
 #include <cstdint>
 #include <set>
@@ -22,8 +23,13 @@ class FaultInjector {
   bool empty() const { return faults_.empty(); }
 
   // At the start of `step`: kill, segv, exit and hang strike here; abort tears the
-  // communicators down. Returns the milliseconds a slow fault adds to this step.
-  double at_step(int64_t step);
+  // communicators down. Returns what the step itself must do: the milliseconds slow
+  // faults add to it, and whether a nonfinite fault spoils its loss on this rank.
+  struct InStep {
+    double slow_ms = 0.0;
+    bool spoil_loss = false;
+  };
+  InStep at_step(int64_t step);
   // Before collective #seq on `group` is issued: kill, segv, exit and hang strike here;
   // true when it must go out with half its size (a mismatch).
   bool at_collective(const std::string& group, uint64_t seq);
@@ -46,25 +52,6 @@ class FaultInjector {
   std::string run_folder_;
   std::set<const FaultSpec*> slowed_;  // slow faults recorded as struck
   std::atomic<const FaultSpec*> aborted_{nullptr};  // the abort fault (in faults_, fixed since construction), once it struck
-};
-
-// The injector of this process (null: no faults), set once by the rank.
-void set_process_faults(FaultInjector* faults);
-FaultInjector* process_faults();
-
-// The rank's injector, the process's while it lives (none when the rank has no faults).
-class ProcessFaults {
- public:
-  ProcessFaults(const std::vector<FaultSpec>& faults, int rank, int attempt, std::string run_folder)
-      : injector_(faults, rank, attempt, std::move(run_folder)) {
-    if (!injector_.empty()) set_process_faults(&injector_);
-  }
-  ~ProcessFaults() { set_process_faults(nullptr); }
-  ProcessFaults(const ProcessFaults&) = delete;
-  ProcessFaults& operator=(const ProcessFaults&) = delete;
-
- private:
-  FaultInjector injector_;
 };
 
 // Flips the bits of one byte in the middle of `path` (a corrupt fault); false if it could not.

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/resolve.hpp"
 #include "plait/sdk/error.hpp"
 #include "util/did_you_mean.hpp"
 
@@ -15,7 +16,7 @@ const std::map<std::string, FaultKind>& kinds() {
   static const std::map<std::string, FaultKind> k = {
       {"kill", FaultKind::kill},   {"segv", FaultKind::segv},         {"exit", FaultKind::exit},
       {"hang", FaultKind::hang},   {"slow", FaultKind::slow},         {"mismatch", FaultKind::mismatch},
-      {"abort", FaultKind::abort}, {"corrupt", FaultKind::corrupt}};
+      {"abort", FaultKind::abort}, {"corrupt", FaultKind::corrupt},   {"nonfinite", FaultKind::nonfinite}};
   return k;
 }
 
@@ -27,9 +28,59 @@ int64_t whole_number(const std::string& text, const std::string& key, const std:
   return v;
 }
 
+const char* kFaultForm = "write \"<kind> rank=R step=S\" or \"<kind> rank=R op=GROUP#N\" (slow: ms=M too)";
+
+// One key=value of a fault into `f`; `bad` starts its errors.
+void read_fault_key(FaultSpec& f, const std::string& key, const std::string& value, const std::string& bad) {
+  if (key == "rank") {
+    f.rank = static_cast<int>(whole_number(value, key, bad));
+  } else if (key == "step") {
+    f.step = whole_number(value, key, bad);
+    PLAIT_CHECK(f.step >= 1, concat(bad, "step=0 is not a step (steps count from 1)"), kFaultForm);
+  } else if (key == "op") {
+    const auto hash = value.find('#');
+    PLAIT_CHECK(hash != std::string::npos && hash > 0, concat(bad, "op=", value, " does not name GROUP#N"),
+                "write op=dp.0#12: the 12th collective on group dp.0 (plait debug and flight/rank-<r>.json number them)");
+    f.group = value.substr(0, hash);
+    f.op = static_cast<uint64_t>(whole_number(value.substr(hash + 1), "op's number", bad));
+    PLAIT_CHECK(f.op >= 1, concat(bad, "op numbers count from 1"), kFaultForm);
+  } else if (key == "attempt") {
+    f.attempt = static_cast<int>(whole_number(value, key, bad));
+  } else if (key == "ms") {
+    char* end = nullptr;
+    f.ms = std::strtod(value.c_str(), &end);
+    PLAIT_CHECK(!value.empty() && *end == '\0' && f.ms > 0, concat(bad, "ms=", value, " is not a positive number"), kFaultForm);
+    // An hour a step is already a hang: past it the sleep's clock arithmetic overflows.
+    PLAIT_CHECK(f.ms <= 3.6e6, concat(bad, "ms=", value, " is more than an hour a step"),
+                "a slow fault adds up to 3600000 ms to each step; a rank that stops is a hang fault");
+  } else {
+    throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms", "attempt"})),
+                kFaultForm);
+  }
+}
+
+// What each kind takes: a rank (but corrupt), a step or an op, ms for slow only.
+void check_fault_form(FaultSpec& f, bool has_rank, const std::string& bad) {
+  PLAIT_CHECK(has_rank || f.kind == FaultKind::corrupt, concat(bad, "it names no rank"), kFaultForm);
+  if (f.kind == FaultKind::slow) {
+    PLAIT_CHECK(f.ms > 0, concat(bad, "a slow fault needs ms=M, the milliseconds to add to each step"), kFaultForm);
+    PLAIT_CHECK(f.op == 0, concat(bad, "a slow fault is per step: it takes step=S, not op="), kFaultForm);
+    if (f.step == 0) f.step = 1;
+  } else {
+    PLAIT_CHECK(f.ms == 0, concat(bad, "ms= belongs to slow faults only"), kFaultForm);
+    PLAIT_CHECK((f.step > 0) != (f.op > 0),
+                concat(bad, f.step > 0 ? "it names both a step and an op" : "it names neither a step nor an op"), kFaultForm);
+  }
+  PLAIT_CHECK(f.kind != FaultKind::mismatch || f.op > 0, concat(bad, "a mismatch is of one collective: it takes op=GROUP#N"),
+              "write op=dp.0#12");
+  PLAIT_CHECK(f.kind != FaultKind::nonfinite || f.step > 0,
+              concat(bad, "nonfinite spoils the loss of a step: it takes step=S"), "write nonfinite rank=0 step=3");
+  PLAIT_CHECK(f.kind != FaultKind::corrupt || f.step > 0,
+              concat(bad, "corrupt spoils the checkpoint of a step: it takes step=S"), "write corrupt rank=0 step=4");
+}
+
 FaultSpec parse_one(const std::string& text, const std::string& place) {
   const std::string bad = concat(place, ": fault '", text, "': ");
-  const std::string form = "write \"<kind> rank=R step=S\" or \"<kind> rank=R op=GROUP#N\" (slow: ms=M too)";
   std::istringstream words(text);
   std::string kind;
   words >> kind;
@@ -37,60 +88,20 @@ FaultSpec parse_one(const std::string& text, const std::string& place) {
   for (const auto& [name, k] : kinds()) names.push_back(name);
   const auto it = kinds().find(kind);
   PLAIT_CHECK(it != kinds().end(), concat(bad, "'", kind, "' is not a fault", did_you_mean(kind, names)),
-              concat("the kinds are kill, segv, exit, hang, slow, mismatch, abort and corrupt; ", form));
+              concat("the kinds are kill, segv, exit, hang, slow, mismatch, abort, corrupt and nonfinite; ", kFaultForm));
   FaultSpec f;
   f.kind = it->second;
   f.text = text;
   f.place = place;
-  bool has_rank = false;
   std::set<std::string> keys;
   for (std::string word; words >> word;) {
     const auto eq = word.find('=');
-    PLAIT_CHECK(eq != std::string::npos, concat(bad, "'", word, "' is not key=value"), form);
-    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-    PLAIT_CHECK(keys.insert(key).second, concat(bad, key, "= is given twice: which one is meant?"),
-                concat("give ", key, "= once"));
-    if (key == "rank") {
-      f.rank = static_cast<int>(whole_number(value, key, bad));
-      has_rank = true;
-    } else if (key == "step") {
-      f.step = whole_number(value, key, bad);
-      PLAIT_CHECK(f.step >= 1, concat(bad, "step=0 is not a step (steps count from 1)"), form);
-    } else if (key == "op") {
-      const auto hash = value.find('#');
-      PLAIT_CHECK(hash != std::string::npos && hash > 0, concat(bad, "op=", value, " does not name GROUP#N"),
-                  "write op=dp.0#12: the 12th collective on group dp.0 (plait debug and flight/rank-<r>.json number them)");
-      f.group = value.substr(0, hash);
-      f.op = static_cast<uint64_t>(whole_number(value.substr(hash + 1), "op's number", bad));
-      PLAIT_CHECK(f.op >= 1, concat(bad, "op numbers count from 1"), form);
-    } else if (key == "attempt") {
-      f.attempt = static_cast<int>(whole_number(value, key, bad));
-    } else if (key == "ms") {
-      char* end = nullptr;
-      f.ms = std::strtod(value.c_str(), &end);
-      PLAIT_CHECK(!value.empty() && *end == '\0' && f.ms > 0, concat(bad, "ms=", value, " is not a positive number"), form);
-      // An hour a step is already a hang: past it the sleep's clock arithmetic overflows.
-      PLAIT_CHECK(f.ms <= 3.6e6, concat(bad, "ms=", value, " is more than an hour a step"),
-                  "a slow fault adds up to 3600000 ms to each step; a rank that stops is a hang fault");
-    } else {
-      throw Error(concat(bad, "'", key, "' is not a fault's key", did_you_mean(key, {"rank", "step", "op", "ms", "attempt"})),
-                  form);
-    }
+    PLAIT_CHECK(eq != std::string::npos, concat(bad, "'", word, "' is not key=value"), kFaultForm);
+    const std::string key = word.substr(0, eq);
+    PLAIT_CHECK(keys.insert(key).second, concat(bad, key, "= is given twice: which one is meant?"), concat("give ", key, "= once"));
+    read_fault_key(f, key, word.substr(eq + 1), bad);
   }
-  PLAIT_CHECK(has_rank || f.kind == FaultKind::corrupt, concat(bad, "it names no rank"), form);
-  if (f.kind == FaultKind::slow) {
-    PLAIT_CHECK(f.ms > 0, concat(bad, "a slow fault needs ms=M, the milliseconds to add to each step"), form);
-    PLAIT_CHECK(f.op == 0, concat(bad, "a slow fault is per step: it takes step=S, not op="), form);
-    if (f.step == 0) f.step = 1;
-  } else {
-    PLAIT_CHECK(f.ms == 0, concat(bad, "ms= belongs to slow faults only"), form);
-    PLAIT_CHECK((f.step > 0) != (f.op > 0), concat(bad, f.step > 0 ? "it names both a step and an op" : "it names neither a step nor an op"),
-                form);
-  }
-  PLAIT_CHECK(f.kind != FaultKind::mismatch || f.op > 0, concat(bad, "a mismatch is of one collective: it takes op=GROUP#N"),
-              "write op=dp.0#12");
-  PLAIT_CHECK(f.kind != FaultKind::corrupt || f.step > 0,
-              concat(bad, "corrupt spoils the checkpoint of a step: it takes step=S"), "write corrupt rank=0 step=4");
+  check_fault_form(f, keys.count("rank") != 0, bad);
   return f;
 }
 
@@ -202,8 +213,31 @@ bool struck(const FaultSpec& fault, const std::string& text, int rank, int attem
   return text == fault.text && rank == fault.rank && attempt == fault.attempt;
 }
 
-std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place) {
-  std::vector<FaultSpec> out = parse_faults(from_config, config_place);
+namespace {
+
+// The faults the older [debug] keys stand for, placed where the user set them.
+std::vector<FaultSpec> faults_of_older_keys(const ResolvedConfig& config) {
+  const DebugSettings& debug = config.debug();
+  const Options& table = config.table("debug");
+  const auto place = [&](const char* rank_key, const char* main_key) {
+    return table.where(table.is_default(rank_key) ? main_key : rank_key);
+  };
+  std::vector<FaultSpec> out;
+  if (debug.nonfinite_step > 0) {
+    out.push_back(parse_one(concat("nonfinite rank=", debug.nonfinite_rank, " step=", debug.nonfinite_step),
+                            place("nonfinite_rank", "nonfinite_step")));
+  }
+  if (debug.slow_ms > 0) {
+    out.push_back(parse_one(concat("slow rank=", debug.slow_rank, " ms=", debug.slow_ms), place("slow_rank", "slow_ms")));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<FaultSpec> configured_faults(const ResolvedConfig& config) {
+  std::vector<FaultSpec> out = parse_faults(config.debug().faults, config.table("debug").where("faults"));
+  for (auto& f : faults_of_older_keys(config)) out.push_back(std::move(f));
   if (const char* env = std::getenv("PLAIT_FAULTS"); env != nullptr && *env != '\0') {
     std::vector<std::string> specs;
     std::istringstream in(env);

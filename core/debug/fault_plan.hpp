@@ -8,7 +8,13 @@
 // segv, exit (code 1), hang (stop making progress), slow (sleep M ms in every step from
 // S), mismatch (issue that collective with half its size), abort (tear down the rank's
 // communicators: every later operation fails), corrupt (flip a byte of rank R's file of
-// the checkpoint of step S once it is written).
+// the checkpoint of step S once it is written), nonfinite (rank R's share of step S's
+// loss is nan, to try [train] on_nonfinite).
+//
+// One plan holds them all: the older [debug] slow_ms/slow_rank and
+// nonfinite_step/nonfinite_rank are read as the slow and nonfinite faults they stand for
+// (configured_faults), so one injector acts on every fault and one check refuses those
+// that could never strike.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,7 +22,9 @@
 
 namespace plait {
 
-enum class FaultKind { kill, segv, exit, hang, slow, mismatch, abort, corrupt };
+class ResolvedConfig;
+
+enum class FaultKind { kill, segv, exit, hang, slow, mismatch, abort, corrupt, nonfinite };
 
 struct FaultSpec {
   FaultKind kind = FaultKind::kill;
@@ -53,7 +61,8 @@ void check_faults(const std::vector<FaultSpec>& faults, const FaultReach& reach)
 // Whether a strike recorded in faults.jsonl (its text, rank and attempt) is this fault's.
 bool struck(const FaultSpec& fault, const std::string& text, int rank, int attempt);
 
-// The faults of [debug] faults and of PLAIT_FAULTS together (as parse_faults reads them).
-std::vector<FaultSpec> configured_faults(const std::vector<std::string>& from_config, const std::string& config_place);
+// Every fault of a run: [debug] faults, the faults [debug] slow_ms and nonfinite_step
+// stand for (their place is the key that set them), and PLAIT_FAULTS.
+std::vector<FaultSpec> configured_faults(const ResolvedConfig& config);
 
 }  // namespace plait

@@ -148,9 +148,10 @@ class CountedWork final : public Work {
 class CountedCommunicator final : public Communicator {
  public:
   CountedCommunicator(std::shared_ptr<Communicator> inner, std::string axis, std::string group, std::vector<int> ranks,
-                      CommStats& stats, FlightRecorder& flight, const at::Device& device, bool ends_at_wait)
+                      CommStats& stats, FlightRecorder& flight, const at::Device& device, bool ends_at_wait,
+                      const std::atomic<FaultInjector*>* faults)
       : inner_(std::move(inner)), axis_(std::move(axis)), group_(std::move(group)), ranks_(std::move(ranks)),
-        stats_(stats), flight_(flight), device_(device), on_cpu_(ends_at_wait) {
+        stats_(stats), flight_(flight), device_(device), on_cpu_(ends_at_wait), faults_(faults) {
     flight_.add_group(group_, ranks_);
   }
 
@@ -289,7 +290,7 @@ class CountedCommunicator final : public Communicator {
   template <class Issue>
   std::shared_ptr<Work> run(const char* op, const at::Tensor& t, int64_t payload, const OpTag& tag, Issue&& issue,
                             const PointToPointOptions* p2p = nullptr, bool already_issued = false, bool counted = false) {
-    FaultInjector* faults = counted ? nullptr : process_faults();
+    FaultInjector* faults = counted || faults_ == nullptr ? nullptr : faults_->load(std::memory_order_acquire);
     if (at::Tensor half = faults ? injected_fault(*faults, t, p2p) : at::Tensor(); half.defined()) {
       // A mismatch: an all-reduce of half the size goes out instead, under this one's number.
       // (One type for its issue, not a lambda of each instantiation: that would recurse.)
@@ -332,23 +333,25 @@ class CountedCommunicator final : public Communicator {
   FlightRecorder& flight_;
   at::Device device_;
   bool on_cpu_;
+  const std::atomic<FaultInjector*>* faults_;  // the world's slot; null: no faults ever
 };
 
 }  // namespace
 
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
-                                           FlightRecorder& flight, const std::string& device) {
+                                           FlightRecorder& flight, const std::string& device,
+                                           const std::atomic<FaultInjector*>* faults) {
   const at::Device on(device);
   return std::make_shared<CountedCommunicator>(std::move(inner), std::move(axis), std::move(group_name), std::move(ranks),
-                                               stats, flight, on, on.is_cpu() || on.is_meta());
+                                               stats, flight, on, on.is_cpu() || on.is_meta(), faults);
 }
 
 std::shared_ptr<Communicator> make_counted_for_test(std::shared_ptr<Communicator> inner, std::string group_name,
                                                     std::vector<int> ranks, CommStats& stats, FlightRecorder& flight,
                                                     const std::string& tensors_on, bool ends_at_wait) {
   return std::make_shared<CountedCommunicator>(std::move(inner), "dp", std::move(group_name), std::move(ranks), stats,
-                                               flight, at::Device(tensors_on), ends_at_wait);
+                                               flight, at::Device(tensors_on), ends_at_wait, nullptr);
 }
 
 }  // namespace plait

@@ -3,6 +3,7 @@
 // described by its tag, and its failure or timeout names the group and who asked.
 // Every operation is kept in the rank's flight recorder too, numbered per group.
 // Plugins cannot forget to count: the core hands out only wrapped communicators.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,13 +14,16 @@
 
 namespace plait {
 
+class FaultInjector;
+
 // `ranks`: the group's members as global ranks (a trace's send and receive name both
 // ends by them). `device`: the group's ("cpu", "cuda:1"); on the CPU an operation is
 // done when its wait returns, on a GPU it may still be running.
 // Every tensor handed to it must be on `device`.
 std::shared_ptr<Communicator> make_counted(std::shared_ptr<Communicator> inner, std::string axis,
                                            std::string group_name, std::vector<int> ranks, CommStats& stats,
-                                           FlightRecorder& flight, const std::string& device);
+                                           FlightRecorder& flight, const std::string& device,
+                                           const std::atomic<FaultInjector*>* faults = nullptr);
 
 // The same for a test: `tensors_on` is where its tensors must be, `ends_at_wait` whether an
 // operation is done when its wait returns (as on the host) or only once its work says so

@@ -281,15 +281,33 @@ bool says_peer_lost(const std::string& message) {
   return false;
 }
 
-void supervise(const SupervisorSpec& spec, Logger& log) {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  g_signal.store(0);
+namespace {
 
+// SIGINT and SIGTERM noted (g_signal) while supervising, the old handlers back after,
+// however supervising ends.
+class SignalsNoted {
+ public:
+  SignalsNoted() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    g_signal.store(0);
+  }
+  ~SignalsNoted() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SignalsNoted(const SignalsNoted&) = delete;
+  SignalsNoted& operator=(const SignalsNoted&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// Every rank started, with its log, and listed in ranks.json.
+std::vector<Child> spawn_all(const SupervisorSpec& spec, Logger& log) {
   std::vector<Child> children(spec.ranks.size());
   nlohmann::ordered_json listing = nlohmann::json::array();
   for (std::size_t i = 0; i < spec.ranks.size(); ++i) {
@@ -302,54 +320,62 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
   }
   std::ofstream(std::filesystem::path(spec.run_dir) / "ranks.json") << listing.dump(2) << '\n';
   log.info("started ", children.size(), " ranks on ", spec.node, "; logs in ", spec.run_dir, "/rank-<r>.log");
+  return children;
+}
 
-  auto finish = [&]() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  };
-  // What another launcher posted ends this node's ranks: with its signal when it was told to stop.
-  auto stop_because = [&](const std::string& reason, int sig, std::chrono::system_clock::time_point noticed) {
-    if (spec.on_stopping) spec.on_stopping(concat("stopping because ", reason));
-    stop_all(children, spec);
-    finish();
-    JobStopped stopped(Error(concat("stopped because ", reason), sig != 0 ? "" : "see that node's launcher output and rank logs"),
-                       -1, false, sig);
-    stopped.noticed = noticed;
-    throw stopped;
-  };
+// Stops this node's ranks and ends supervising with `stopped`, noticed at `noticed`.
+[[noreturn]] void stop_with(JobStopped stopped, const std::string& stopping, std::chrono::system_clock::time_point noticed,
+                            std::vector<Child>& children, const SupervisorSpec& spec) {
+  if (spec.on_stopping) spec.on_stopping(stopping);
+  stop_all(children, spec);
+  stopped.noticed = noticed;
+  throw stopped;
+}
+
+// What another launcher posted ends this node's ranks: with its signal when it was told to stop.
+[[noreturn]] void stop_because(const std::string& reason, int sig, std::chrono::system_clock::time_point noticed,
+                               std::vector<Child>& children, const SupervisorSpec& spec) {
+  stop_with(JobStopped(Error(concat("stopped because ", reason), sig != 0 ? "" : "see that node's launcher output and rank logs"),
+                       -1, false, sig),
+            concat("stopping because ", reason), noticed, children, spec);
+}
+
+// A Ctrl-C (or SIGTERM) reaches the ranks too, and their ends are its echo.
+[[noreturn]] void stop_for_signal(int sig, std::vector<Child>& children, const SupervisorSpec& spec) {
+  const auto noticed = std::chrono::system_clock::now();
+  if (spec.abort) spec.abort->post_stop(concat("the launcher on ", spec.node, " got signal ", sig), sig);
+  const std::string why = concat("interrupted by signal ", sig, " (", strsignal(sig), ")");
+  stop_with(JobStopped(Error(concat(why, "; every rank was stopped"), ""), -1, /*interrupted=*/true, sig),
+            concat(why, ": stopping every rank"), noticed, children, spec);
+}
+
+// A rank ended: the one it started from is named, the others stopped.
+[[noreturn]] void stop_for_rank_end(std::vector<Child>& children, const SupervisorSpec& spec) {
+  const auto noticed = std::chrono::system_clock::now();
+  const Child& c = *wait_for_origin(children, spec);
+  // Another launcher told to stop posts that before stopping its ranks: a rank here that ended
+  // after is that stop's echo, and this node stops as asked too, not as failed.
+  if (const int sig = spec.abort ? spec.abort->stop_signal() : 0; sig != 0) {
+    stop_because(spec.abort->poll().value_or(concat("another launcher got signal ", sig)), sig, noticed, children, spec);
+  }
+  std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
+  if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
+  stop_with(with_lost_node(rank_failure_error(c, spec, pending), spec),
+            concat("rank ", c.launch.rank, " ", describe_exit(c.status), ": stopping the others"), noticed, children, spec);
+}
+
+}  // namespace
+
+void supervise(const SupervisorSpec& spec, Logger& log) {
+  const SignalsNoted signals;
+  std::vector<Child> children = spawn_all(spec, log);
   auto last_abort_check = std::chrono::steady_clock::now();
   while (true) {
     pump(children, spec.console_rank, 100);
     reap(children);
     // Before any rank's end: a Ctrl-C reaches the ranks too, and their ends are its echo.
-    if (const int sig = g_signal.load()) {
-      const auto noticed = std::chrono::system_clock::now();
-      if (spec.abort) spec.abort->post_stop(concat("the launcher on ", spec.node, " got signal ", sig), sig);
-      const std::string why = concat("interrupted by signal ", sig, " (", strsignal(sig), ")");
-      if (spec.on_stopping) spec.on_stopping(concat(why, ": stopping every rank"));
-      stop_all(children, spec);
-      finish();
-      JobStopped stopped(Error(concat(why, "; every rank was stopped"), ""), -1, /*interrupted=*/true, sig);
-      stopped.noticed = noticed;
-      throw stopped;
-    }
-    if (likeliest_origin(children, spec) != nullptr) {
-      const auto noticed = std::chrono::system_clock::now();
-      const Child& c = *wait_for_origin(children, spec);
-      // Another launcher told to stop posts that before stopping its ranks: a rank here that ended
-      // after is that stop's echo, and this node stops as asked too, not as failed.
-      if (const int sig = spec.abort ? spec.abort->stop_signal() : 0; sig != 0) {
-        stop_because(spec.abort->poll().value_or(concat("another launcher got signal ", sig)), sig, noticed);
-      }
-      std::vector<std::string> pending = spec.abort ? spec.abort->pending_operations() : std::vector<std::string>{};
-      if (spec.abort) spec.abort->post(concat("rank ", c.launch.rank, " on ", spec.node, " ", describe_exit(c.status)));
-      JobStopped stopped = with_lost_node(rank_failure_error(c, spec, pending), spec);
-      if (spec.on_stopping) spec.on_stopping(concat("rank ", c.launch.rank, " ", describe_exit(c.status), ": stopping the others"));
-      stop_all(children, spec);
-      finish();
-      stopped.noticed = noticed;
-      throw stopped;
-    }
+    if (const int sig = g_signal.load()) stop_for_signal(sig, children, spec);
+    if (likeliest_origin(children, spec) != nullptr) stop_for_rank_end(children, spec);
     bool any_running = false;
     for (auto& c : children) any_running = any_running || c.running || c.out >= 0;
     if (!any_running) break;
@@ -357,14 +383,11 @@ void supervise(const SupervisorSpec& spec, Logger& log) {
       last_abort_check = std::chrono::steady_clock::now();
       std::optional<std::string> reason = spec.abort->poll();
       if (!reason) reason = spec.abort->lost(std::chrono::milliseconds::max());  // this node's store is gone
-      if (reason) {
-        // Another launcher told to stop: this node stops as asked too, with that signal.
-        stop_because(*reason, spec.abort->stop_signal(), std::chrono::system_clock::now());
-      }
+      // Another launcher told to stop: this node stops as asked too, with that signal.
+      if (reason) stop_because(*reason, spec.abort->stop_signal(), std::chrono::system_clock::now(), children, spec);
     }
     if (spec.on_tick) spec.on_tick();
   }
-  finish();
 }
 
 }  // namespace plait

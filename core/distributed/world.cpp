@@ -72,7 +72,7 @@ std::shared_ptr<Communicator> World::connect(const std::string& axis, const std:
   }
   group_info_.push_back({name, axis, inner->backend(), ranks});
   if (auto* ending = extension<CommunicatorShutdown>(*inner)) endings_.emplace_back(inner, ending);
-  return make_counted(std::move(inner), axis, name, ranks, stats_, flight_, spec.device);
+  return make_counted(std::move(inner), axis, name, ranks, stats_, flight_, spec.device, &faults_);
 }
 
 Communicator* World::subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members) {

@@ -4,6 +4,7 @@
 // its operations in the rank's flight recorder. A watchdog logs operations that stay in
 // flight too long and publishes them to the job's store, so a launcher's failure report
 // can say where each rank was waiting, and writes the flight record on SIGUSR1.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -19,6 +20,8 @@
 #include "plait/sdk/context.hpp"
 
 namespace plait {
+
+class FaultInjector;
 
 struct DistSettings {
   std::chrono::milliseconds rendezvous_timeout{std::chrono::seconds(60)};
@@ -49,6 +52,9 @@ class World {
   Communicator* all() const { return all_.get(); }
   CommStats& stats() { return stats_; }
   FlightRecorder& flight() { return flight_; }
+  // This rank's injected faults (debug/fault_injector.hpp), acted on before each
+  // collective of every group; null: none. Set once, before training.
+  void inject(FaultInjector* faults) { faults_.store(faults, std::memory_order_release); }
   // A smaller group of an axis's members (collective over the axis group, see GroupMaker).
   Communicator* subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members);
   // The same, as the SDK's GroupMaker for one axis; null when the axis has one member.
@@ -78,6 +84,7 @@ class World {
   std::unique_ptr<JobStore> store_;
   CommStats stats_;
   FlightRecorder flight_;
+  std::atomic<FaultInjector*> faults_{nullptr};  // every counted communicator reads it
   std::shared_ptr<Communicator> groups_[3];
   std::shared_ptr<Communicator> all_;
   std::vector<std::shared_ptr<Communicator>> subgroups_;

@@ -132,13 +132,16 @@ int64_t head_bytes(const RankShape& q, const Dims& d) {
 
 // Packed rows (document_layout.hpp): the [b, 1, s, s] mask, shared by the blocks. Without
 // checkpointing the fused kernel keeps its additive form in the activations' dtype and
-// the math path its negation (bool); a checkpointed forward keeps the bool mask for its
-// recomputation. Llama's q and k rotate by rows of cos and sin gathered per position,
-// [b, 1, s, Q] each, kept unless the whole block is recomputed.
+// the math path its negation (bool); a checkpointed forward keeps only the batch's [b, s]
+// document index for its recomputation, which makes the mask again. Llama's q and k
+// rotate by rows of cos and sin gathered per position, [b, 1, s, Q] each, kept unless the
+// whole block is recomputed.
 int64_t per_stage_bytes(const RankShape& q, const Dims& d) {
   if (!q.packed) return 0;
   const int64_t mask = d.b * d.s * d.s;
-  int64_t bytes = q.checkpointing == "none" && q.model.attention == "sdpa" ? mask * d.e : mask * kMaskBytes;
+  int64_t bytes = q.checkpointing != "none"           ? 0
+                  : q.model.attention == "sdpa" ? mask * d.e
+                                                : mask * kMaskBytes;
   if (d.llama && q.checkpointing != "full") bytes += 2 * d.b * d.s * q.model.head_dim() * d.e;
   return bytes;
 }

@@ -8,7 +8,7 @@
 
 #include "plan/calibrate_compute.hpp"
 #include "plan/calibrate_links.hpp"
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 #include "plait/sdk/error.hpp"
 
 namespace plait {

@@ -164,20 +164,9 @@ void check_settings_take_effect(const ResolvedConfig& config, const MeshShape& m
                        step < 1 ? "is not a step (steps count from 1)" : concat("is past the run's last step (", steps, ")")),
                 concat("choose steps from 1 to ", steps));
   }
-  for (const char* key : {"nonfinite_step"}) {
-    PLAIT_CHECK(debug.get<int64_t>(key) <= steps,
-                concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is past the run's last step (",
-                       steps, "): it would never happen"),
-                concat("choose a step from 1 to ", steps, ", or 0 for none"));
-  }
-  // Faults: malformed ones, and ones that would never strike, are refused before launch.
-  check_faults(configured_faults(config.debug().faults, debug.where("faults")), fault_reach(config, mesh));
-  for (const char* key : {"nonfinite_rank", "slow_rank"}) {
-    PLAIT_CHECK(debug.get<int64_t>(key) < mesh.world(),
-                concat(debug.where(key), ": [debug] ", key, " = ", debug.get<int64_t>(key), " is not a rank of this job (",
-                       mesh.world(), " ranks)"),
-                concat("choose a rank from 0 to ", mesh.world() - 1));
-  }
+  // Faults (the older slow and nonfinite keys' too): malformed ones, and ones that would
+  // never strike, are refused before launch.
+  check_faults(configured_faults(config), fault_reach(config, mesh));
 }
 
 }  // namespace plait

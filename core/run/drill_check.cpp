@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "plait/sdk/error.hpp"
-#include "run/restart_record.hpp"
+#include "output/restart_record.hpp"
 
 namespace plait {
 

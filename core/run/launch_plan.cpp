@@ -1,5 +1,7 @@
 #include "run/launch_plan.hpp"
 
+#include <algorithm>
+
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include "distributed/core_binding.hpp"
@@ -8,9 +10,9 @@
 #include "memory/state_budget.hpp"
 #include "run/resume_check.hpp"
 #include "checkpoint/checkpoint_location.hpp"
-#include "run/run_folder.hpp"
-#include "run/run_folder_lock.hpp"
-#include "run/run_status.hpp"
+#include "output/run_folder.hpp"
+#include "output/run_folder_lock.hpp"
+#include "output/run_status.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;
@@ -33,30 +35,59 @@ std::string run_folder_of(const LaunchRequest& request) {
   return choose_run_folder(request.out.value_or(""), request.config);
 }
 
+namespace {
+
+// This node's processes: the mesh's ranks split evenly over the nodes, or as
+// --nproc-per-node says when that multiplies to them; several nodes need node 0's address.
+int processes_per_node(const PreparedRun& prep, const LaunchRequest& request, int nnodes, int node_rank) {
+  PLAIT_CHECK(node_rank < nnodes, concat("--node-rank ", node_rank, " is not below --nnodes ", nnodes), "node ranks count from 0");
+  PLAIT_CHECK(prep.world_size % nnodes == 0,
+              concat("the mesh has ", prep.world_size, " ranks, which do not split evenly over ", nnodes, " nodes"),
+              "pass --nproc-per-node, or choose degrees whose product is a multiple of --nnodes");
+  const int nproc = request.nproc_per_node.value_or(static_cast<int>(prep.world_size) / nnodes);
+  PLAIT_CHECK(nproc * nnodes == prep.world_size,
+              concat("--nnodes ", nnodes, " x --nproc-per-node ", nproc, " = ", nproc * nnodes, " processes, but [parallel] dp ",
+                     prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, " = ", prep.world_size),
+              "make the mesh multiply to the number of processes, or use -1 for one degree");
+  PLAIT_CHECK(nnodes == 1 || (request.master_addr && request.master_port),
+              "a job of several nodes needs --master-addr and --master-port (node 0's address and a free port)",
+              "every node's launcher gets the same two values");
+  return nproc;
+}
+
+// A traced step, or a fault of the first start at a step, that this run resumes past would never happen.
+void check_steps_after_resume(const PreparedRun& prep, const std::vector<FaultSpec>& faults, int64_t resume_step) {
+  for (const int64_t step : prep.config->debug().trace_steps) {
+    PLAIT_CHECK(step > resume_step,
+                concat(prep.config->table("debug").where("trace_steps"), ": [debug] trace_steps names step ", step,
+                       ", but this run resumes after step ", resume_step, ": it would never be traced"),
+                concat("trace steps from ", resume_step + 1, " on"));
+  }
+  for (const auto& f : faults) {
+    const bool at_a_step = f.op == 0 && f.kind != FaultKind::slow;
+    PLAIT_CHECK(!at_a_step || f.attempt > 0 || f.step > resume_step,
+                concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", but this run resumes after step ",
+                       resume_step, ": it would never happen"),
+                concat("choose a step from ", resume_step + 1, " on"));
+  }
+}
+
+}  // namespace
+
 LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
   LaunchPlan plan;
   plan.nnodes = request.nnodes.value_or(1);
   plan.node_rank = request.node_rank.value_or(0);
-  // A restart, and the record of a fault that ended a process, need a launcher above the rank.
-  const std::vector<FaultSpec> faults =
-      configured_faults(prep.config->debug().faults, prep.config->table("debug").where("faults"));
-  const bool needs_launcher = prep.config->distributed().max_restarts > 0 || !faults.empty();
+  // A restart, and the record of a fault that ended a process, need a launcher above the
+  // rank; a slow rank or a spoiled loss ends nothing.
+  const std::vector<FaultSpec> faults = configured_faults(*prep.config);
+  const bool ends_a_process = std::any_of(faults.begin(), faults.end(), [](const FaultSpec& f) {
+    return f.kind != FaultKind::slow && f.kind != FaultKind::nonfinite;
+  });
+  const bool needs_launcher = prep.config->distributed().max_restarts > 0 || ends_a_process;
   plan.single_process = prep.world_size == 1 && !request.nnodes && !request.node_rank && !request.nproc_per_node &&
                         !needs_launcher;
-  PLAIT_CHECK(plan.node_rank < plan.nnodes,
-              concat("--node-rank ", plan.node_rank, " is not below --nnodes ", plan.nnodes), "node ranks count from 0");
-  PLAIT_CHECK(prep.world_size % plan.nnodes == 0,
-              concat("the mesh has ", prep.world_size, " ranks, which do not split evenly over ", plan.nnodes, " nodes"),
-              "pass --nproc-per-node, or choose degrees whose product is a multiple of --nnodes");
-  plan.nproc = request.nproc_per_node.value_or(static_cast<int>(prep.world_size) / plan.nnodes);
-  PLAIT_CHECK(plan.nproc * plan.nnodes == prep.world_size,
-              concat("--nnodes ", plan.nnodes, " x --nproc-per-node ", plan.nproc, " = ", plan.nproc * plan.nnodes,
-                     " processes, but [parallel] dp ", prep.mesh.dp, " x pp ", prep.mesh.pp, " x tp ", prep.mesh.tp, " = ",
-                     prep.world_size),
-              "make the mesh multiply to the number of processes, or use -1 for one degree");
-  PLAIT_CHECK(plan.nnodes == 1 || (request.master_addr && request.master_port),
-              "a job of several nodes needs --master-addr and --master-port (node 0's address and a free port)",
-              "every node's launcher gets the same two values");
+  plan.nproc = processes_per_node(prep, request, plan.nnodes, plan.node_rank);
   cores_for(prep, plan.nproc, 0);
   check_state_fits_host(prep, plan.node_rank, plan.nproc);
   const Options& train = prep.config->table("train");
@@ -78,20 +109,7 @@ LaunchPlan plan_launch(const PreparedRun& prep, const LaunchRequest& request) {
     plan.resume_step = from->step;
     plan.resume_refused = from->refused;
   }
-  for (const int64_t step : prep.config->debug().trace_steps) {
-    PLAIT_CHECK(step > plan.resume_step,
-                concat(prep.config->table("debug").where("trace_steps"), ": [debug] trace_steps names step ", step,
-                       ", but this run resumes after step ", plan.resume_step, ": it would never be traced"),
-                concat("trace steps from ", plan.resume_step + 1, " on"));
-  }
-  // A fault of the first start at a step this run resumes past would never strike.
-  for (const auto& f : faults) {
-    const bool at_a_step = f.op == 0 && f.kind != FaultKind::slow;
-    PLAIT_CHECK(!at_a_step || f.attempt > 0 || f.step > plan.resume_step,
-                concat(f.place, ": fault '", f.text, "' is at step ", f.step, ", but this run resumes after step ",
-                       plan.resume_step, ": it would never happen"),
-                concat("choose a step from ", plan.resume_step + 1, " on"));
-  }
+  check_steps_after_resume(prep, faults, plan.resume_step);
   if (plan.reuse_folder && !plan.resume) {
     const auto status = read_run_status(plan.folder);
     PLAIT_CHECK(!status || status->state != "finished",

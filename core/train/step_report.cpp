@@ -14,7 +14,7 @@
 #include "memory/rank_memory.hpp"
 #include "metrics/progress.hpp"
 #include "timing/device_peaks.hpp"
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 #include "train/frozen_parameters.hpp"
 
 namespace plait {
@@ -75,6 +75,45 @@ void add_time(RankFigures& figures, const PhaseTimes& t) {
 
 }  // namespace
 
+// This rank's figures of a recorded step: its state, memory, activations, phases and waits.
+RankFigures StepReporter::own_figures(const StepOutcome& out, const StateBytes& state, const MemoryStats& mem) const {
+  RankFigures mine = {
+      {"param_bytes", state.params},           {"grad_bytes", state.grads},
+      {"frozen_param_bytes", frozen_bytes(rank_.stages.model)},
+      {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
+      {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
+      {"mem_bytes", mem.current_bytes},        {"host_mem_bytes", mem.host_current_bytes},
+      {"peak_mem_bytes", mem.peak_bytes},      {"peak_reserved_mem_bytes", mem.peak_reserved_bytes},
+      {"peak_host_mem_bytes", mem.host_peak_bytes},
+      {"activation_bytes", out.schedule.activation_bytes},
+      {"pipeline_busy_us", std::round(out.schedule.busy_s * 1e6)},
+      {"pipeline_span_us", std::round(out.schedule.span_s * 1e6)},
+  };
+  if (phase_timing_) add_time(mine, out.time);
+  if (syncs_.started()) {  // every rank's, since the last record: a plugin may wait on one rank only
+    mine.emplace_back("host_syncs", static_cast<double>(std::accumulate(syncs_by_step_.begin(), syncs_by_step_.end(), int64_t{0})));
+  }
+  return mine;
+}
+
+// What rank 0 summarises beside them: the step's time, this rank's own time per step since
+// the last record (what the others would wait for: its time less its own waits), its traffic.
+RankFigures StepReporter::with_time_and_traffic(RankFigures figures, double step_s, const CommStats::Drained& comm) {
+  figures.emplace_back("step_ms", step_s * 1e3);
+  double exposed_s = 0.0;
+  for (const auto& [op, c] : comm.by_op) exposed_s += c.exposed_seconds;
+  figures.emplace_back("own_ms", std::max(0.0, unrecorded_step_s_ - exposed_s) * 1e3 /
+                                     static_cast<double>(std::max<int64_t>(1, unrecorded_steps_)));
+  unrecorded_step_s_ = 0.0;
+  unrecorded_steps_ = 0;
+  figures.emplace_back("comm_bytes", comm_bus_bytes(comm));
+  if (count_wire_) {  // as the traffic counters, the figures' own gather is the next record's
+    figures.emplace_back("wire_bytes", static_cast<double>(comm.wire_bytes));
+    figures.emplace_back("wire_bytes_outside_ops", static_cast<double>(comm.wire_bytes - comm.wire_bytes_in_ops));
+  }
+  return figures;
+}
+
 void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skipped_steps) {
   if (plan_.status != nullptr) plan_.status->running(step, /*now=*/!out.result.applied);
   reads_by_step_.push_back(rank_.host_reads.take());
@@ -103,36 +142,8 @@ void StepReporter::after_step(int64_t step, const StepOutcome& out, int64_t skip
   };
   // What each rank holds differs under sharding, and so does its time: rank 0 records
   // its own at the top level, every rank's summarised (and listed, where kept).
-  RankFigures mine = {
-      {"param_bytes", state.params},           {"grad_bytes", state.grads},
-      {"frozen_param_bytes", frozen_bytes(rank_.stages.model)},
-      {"optimizer_bytes", state.optimizer},    {"host_param_bytes", state.host_params},
-      {"host_grad_bytes", state.host_grads},   {"host_optimizer_bytes", state.host_optimizer},
-      {"mem_bytes", mem.current_bytes},        {"host_mem_bytes", mem.host_current_bytes},
-      {"peak_mem_bytes", mem.peak_bytes},      {"peak_reserved_mem_bytes", mem.peak_reserved_bytes},
-      {"peak_host_mem_bytes", mem.host_peak_bytes},
-      {"activation_bytes", out.schedule.activation_bytes},
-      {"pipeline_busy_us", std::round(out.schedule.busy_s * 1e6)},
-      {"pipeline_span_us", std::round(out.schedule.span_s * 1e6)},
-  };
-  if (phase_timing_) add_time(mine, out.time);
-  if (syncs_.started()) {  // every rank's, since the last record: a plugin may wait on one rank only
-    mine.emplace_back("host_syncs", static_cast<double>(std::accumulate(syncs_by_step_.begin(), syncs_by_step_.end(), int64_t{0})));
-  }
-  RankFigures with_comm = mine;
-  with_comm.emplace_back("step_ms", step_s * 1e3);
-  // What the others would wait for: this rank's step time less its own waits, per step since the last record.
-  double exposed_s = 0.0;
-  for (const auto& [op, c] : comm.by_op) exposed_s += c.exposed_seconds;
-  with_comm.emplace_back("own_ms", std::max(0.0, unrecorded_step_s_ - exposed_s) * 1e3 /
-                                       static_cast<double>(std::max<int64_t>(1, unrecorded_steps_)));
-  unrecorded_step_s_ = 0.0;
-  unrecorded_steps_ = 0;
-  with_comm.emplace_back("comm_bytes", comm_bus_bytes(comm));
-  if (count_wire_) {  // as the traffic counters, the figures' own gather is the next record's
-    with_comm.emplace_back("wire_bytes", static_cast<double>(comm.wire_bytes));
-    with_comm.emplace_back("wire_bytes_outside_ops", static_cast<double>(comm.wire_bytes - comm.wire_bytes_in_ops));
-  }
+  const RankFigures mine = own_figures(out, state, mem);
+  const RankFigures with_comm = with_time_and_traffic(mine, step_s, comm);
   nlohmann::ordered_json record = step_record(figures, mine, comm);
   const std::vector<RankFigures> ranks = at_rank_zero(with_comm);
   if (!ranks.empty()) {

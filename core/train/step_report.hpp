@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "memory/tracking_allocator.hpp"
 #include "metrics/metrics_writer.hpp"
 #include "metrics/straggler_watch.hpp"
 #include "metrics/step_record.hpp"
@@ -38,6 +39,8 @@ class StepReporter {
 
  private:
   std::vector<RankFigures> at_rank_zero(const RankFigures& mine);
+  RankFigures own_figures(const StepOutcome& out, const StateBytes& state, const MemoryStats& mem) const;
+  RankFigures with_time_and_traffic(RankFigures figures, double step_s, const CommStats::Drained& comm);
   void note_straggler(int64_t step, const std::vector<RankFigures>& ranks, nlohmann::ordered_json& record);
 
   const RunPlan& plan_;

@@ -5,7 +5,7 @@
 
 #include "distributed/rendezvous.hpp"
 #include "log/logging.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;

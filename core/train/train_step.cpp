@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <thread>
+#include <utility>
 
 #include <ATen/ATen.h>
 
@@ -36,37 +37,20 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
   log_every_ = train.log_every;
   steps_ = train.steps;
   grad_clip_ = train.grad_clip;
-  const DebugSettings& debug = plan.config->debug();
-  spoiled_step_ = debug.nonfinite_step;
-  spoiled_rank_ = debug.nonfinite_rank;
-  if (debug.slow_rank == plan.world->rank()) slow_ms_ = debug.slow_ms;
 }
 
 StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {
   StepOutcome out;
-  std::vector<Batch> batches;
-  at::Tensor counted;  // the loss of a step is normalised by the counted targets of the whole global batch
-  {
-    const PhaseScope timed(Phase::data);
-    batches = next_batches();
-    for (const Batch& b : batches) {
-      out.tokens += b.targets.numel() * plan_.world->mesh().shape().dp;
-      out.counted_tokens += b.counted;
-    }
-    counted = counted_tokens(batches, out.counted_tokens);
-  }
-  // [debug] slow_ms and slow faults: a straggler's extra compute; the other faults strike here.
-  const double slow_ms = slow_ms_ + (process_faults() ? process_faults()->at_step(step) : 0.0);
-  if (slow_ms > 0.0) {
-    const PhaseScope timed(Phase::forward);
-    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(slow_ms));
-  }
+  const auto [batches, counted] = draw(out);
+  // Injected faults (the run plan's): kill, hang and the like strike here; a slow one is a
+  // straggler's extra compute; a nonfinite one spoils this rank's loss.
+  const FaultInjector::InStep faults = plan_.faults ? plan_.faults->at_step(step) : FaultInjector::InStep{};
+  if (faults.slow_ms > 0.0) straggle(faults.slow_ms);
   StepRequests requests = dumps_.requests(step);
   requests.time_span = is_logged_step(step, log_every_, steps_);
   out.schedule = rank_.executor->run(batches, counted, requests);
   dumps_.after_schedule(step, batches, out.schedule);
-  at::Tensor loss_here = out.schedule.loss_sum;
-  if (step == spoiled_step_ && plan_.world->rank() == spoiled_rank_) loss_here = loss_here * std::nan("");
+  const at::Tensor loss_here = faults.spoil_loss ? out.schedule.loss_sum * std::nan("") : out.schedule.loss_sum;
   out.lr = lr_.at(step);
   // The global loss, this rank's share and the plugins' device gauges are read with the
   // gradient norm, in the step's one read.
@@ -77,6 +61,31 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
     const PhaseScope timed(Phase::checkpoint);
     before_update();
   }
+  update(out, updates, figures, gauges);
+  return out;
+}
+
+// The step's batches and the global batch's count of counted targets (what the loss is
+// divided by), timed as data; the tokens and that count into `out` too.
+std::pair<std::vector<Batch>, at::Tensor> StepRunner::draw(StepOutcome& out) {
+  const PhaseScope timed(Phase::data);
+  std::vector<Batch> batches = next_batches();
+  for (const Batch& b : batches) {
+    out.tokens += b.targets.numel() * plan_.world->mesh().shape().dp;
+    out.counted_tokens += b.counted;
+  }
+  at::Tensor counted = counted_tokens(batches, out.counted_tokens);
+  return {std::move(batches), std::move(counted)};
+}
+
+void StepRunner::straggle(double ms) {
+  const PhaseScope timed(Phase::forward);
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
+
+// The data plugin's step with the figures to read; what it read into `out`.
+void StepRunner::update(StepOutcome& out, int64_t updates, const at::Tensor& figures,
+                        const DeviceGauges::Taken& gauges) {
   const PhaseScope timed(Phase::optimizer);
   out.result = call_plugin(rank_.dp.context->plugin_name, "step", [&] {
     return rank_.dp.plugin->step({.step = updates + 1,
@@ -90,7 +99,6 @@ StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<v
   out.loss_finite_here = std::isfinite(read.at(Figure::loss_here));
   for (std::size_t i = 0; i < gauges.keys.size(); ++i) rank_.metrics.gauge(gauges.keys[i], read.at(Figure::first_device_gauge + i));
   if (out.result.applied) rank_.tied->after_step(*rank_.dp.plugin);
-  return out;
 }
 
 std::vector<Batch> StepRunner::next_batches() {

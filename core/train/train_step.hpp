@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/sampler.hpp"
@@ -43,7 +44,10 @@ class StepRunner {
   int64_t samples_per_step() const { return sampler_->samples_per_batch() * accum_; }
 
  private:
+  std::pair<std::vector<Batch>, at::Tensor> draw(StepOutcome& out);
   std::vector<Batch> next_batches();
+  static void straggle(double ms);
+  void update(StepOutcome& out, int64_t updates, const at::Tensor& figures, const DeviceGauges::Taken& gauges);
   at::Tensor counted_tokens(const std::vector<Batch>& batches, int64_t counted) const;
   static at::Tensor summed(const at::Tensor& local, Communicator* group, const std::string& what);
   at::Tensor global_loss(const at::Tensor& loss_here) const;
@@ -56,8 +60,6 @@ class StepRunner {
   int64_t accum_ = 1;
   int64_t log_every_ = 1, steps_ = 0;
   double grad_clip_ = 0.0;
-  int64_t spoiled_step_ = 0, spoiled_rank_ = 0;  // [debug] nonfinite_step / nonfinite_rank
-  double slow_ms_ = 0.0;                          // [debug] slow_ms, on slow_rank
 };
 
 }  // namespace plait

@@ -16,7 +16,7 @@
 #include "memory/freed_memory.hpp"
 #include "memory/rank_memory.hpp"
 #include "model/attention_core.hpp"
-#include "run/stop_notice.hpp"
+#include "output/stop_notice.hpp"
 #include "timing/event_marks.hpp"
 #include "timing/phase_clock.hpp"
 #include "train/checkpoint_saver.hpp"

@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint_reader.hpp"
 #include "metrics/metrics_records.hpp"
 #include "plait/sdk/error.hpp"
-#include "run/subprocess.hpp"
+#include "util/subprocess.hpp"
 #include "util/human_bytes.hpp"
 #include "util/read_text.hpp"
 #include "verify/approximation.hpp"

@@ -4,6 +4,7 @@
 // counted as host memory by the runtime's books, so a CPU-only run shows the split too.
 #include "copy_stream.hpp"
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 
 namespace {
@@ -39,8 +40,9 @@ class CpuOffload final : public plait::Offload, public plait::CopyStreamIssue {
 
  protected:
   void on_configure() override {
-    params_ = options().get<bool>("params");
-    pin_ = options().get<bool>("pin_memory");
+    const auto cpu = plait_options::Options::from(options());  // [cpu], typed from schema.toml
+    params_ = cpu.params;
+    pin_ = cpu.pin_memory;
   }
 
  private:

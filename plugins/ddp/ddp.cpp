@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 
 namespace {
@@ -48,7 +49,7 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
         int64_t sum = 0;
         for (std::size_t k : group) sum += bytes[k];
         c.comm.push_back({"gradient bucket", plait::CostCollective::all_reduce, sum, 1,
-                          options().get<bool>("overlap") ? plait::CostOverlap::backward : plait::CostOverlap::none, 0});
+                          settings().overlap ? plait::CostOverlap::backward : plait::CostOverlap::none, 0});
       }
     }
     return c;
@@ -57,7 +58,7 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
 
   void setup(const plait::DataParallelSetup& setup) override {
     comm_ = setup.dp_group;
-    overlap_ = options().get<bool>("overlap");
+    overlap_ = settings().overlap;
     optimizer_ = plait::ReplicatedAdamW({.params = setup.model->parameters(),
                                          .adamw = setup.adamw,
                                          .tp_group = setup.tp_group,
@@ -67,7 +68,7 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
     const auto& params = optimizer_.params();
     // None on a pipeline rank whose every parameter is frozen ([train] freeze): no buckets.
     if (!params.empty()) make_buckets(params);
-    if (comm_ != nullptr && options().get<bool>("broadcast_init")) broadcast_parameters(params);
+    if (comm_ != nullptr && settings().broadcast_init) broadcast_parameters(params);
     for (std::size_t i = 0; i < params.size(); ++i) {
       hooks_.add(params[i].tensor, [this, i] { on_grad_ready(i); });
     }
@@ -122,7 +123,9 @@ class Ddp final : public plait::DataParallel, public plait::DataCostModel {
   }
 
  private:
-  int64_t cap_bytes() const { return static_cast<int64_t>(options().get<double>("bucket_cap_mb") * 1024 * 1024); }
+  // This plugin's [ddp] table, typed (plait_options.hpp, generated from schema.toml).
+  plait_options::Options settings() const { return plait_options::Options::from(options()); }
+  int64_t cap_bytes() const { return static_cast<int64_t>(settings().bucket_cap_mb * 1024 * 1024); }
 
   void make_buckets(const std::vector<plait::ParamRef>& params) {
     const at::ScalarType dtype = params.front().tensor.scalar_type();

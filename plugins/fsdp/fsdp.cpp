@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 #include "plait/sharding/group_plan.hpp"
 #include "plait/sharding/sharded_engine.hpp"
@@ -43,14 +44,15 @@ class Fsdp final : public plait::sharding::ShardedEngine {
 
  protected:
   plait::sharding::ShardingOptions sharding_options() const override {
+    const auto fsdp = plait_options::Options::from(options());  // [fsdp], typed from schema.toml
     plait::sharding::ShardingOptions sharding;
     sharding.plugin = "fsdp";
     sharding.stage = 3;
-    sharding.reshard_after_forward = options().get<bool>("reshard_after_forward");
-    sharding.backward_prefetch = options().get<bool>("backward_prefetch");
-    sharding.forward_prefetch = options().get<int64_t>("forward_prefetch");
-    sharding.shard_size = options().get<int64_t>("shard_size");
-    sharding.broadcast_init = options().get<bool>("broadcast_init");
+    sharding.reshard_after_forward = fsdp.reshard_after_forward;
+    sharding.backward_prefetch = fsdp.backward_prefetch;
+    sharding.forward_prefetch = fsdp.forward_prefetch;
+    sharding.shard_size = fsdp.shard_size;
+    sharding.broadcast_init = fsdp.broadcast_init;
     return sharding;
   }
 };

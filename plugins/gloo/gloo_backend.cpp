@@ -12,6 +12,7 @@
 #include "plait/c10d/communicator.hpp"
 #include "nccl_order.hpp"
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 
 namespace {
@@ -23,7 +24,7 @@ class GlooBackend final : public plait::CommBackend {
                 plait::concat(run.train->where("device"), ": [train] device = \"", run.train->get<std::string>("device"),
                               "\", but the gloo communicator ([parallel] comm = \"gloo\") moves CPU tensors"),
                 "set [parallel] comm = \"nccl\" for GPUs");
-    if (auto name = options().find<std::string>("interface")) {
+    if (auto name = plait_options::Options::from(options()).interface) {
       PLAIT_CHECK(::if_nametoindex(name->c_str()) != 0,
                   plait::concat(options().where("interface"), ": [gloo] interface = \"", *name,
                                 "\": this machine has no network interface of that name"),
@@ -52,9 +53,10 @@ class GlooBackend final : public plait::CommBackend {
 
  protected:
   void on_configure() override {
-    threads_ = static_cast<int>(options().get<int64_t>("threads"));
-    interface_ = options().find<std::string>("interface").value_or("");
-    nccl_order_ = options().get<std::string>("p2p") == "nccl";
+    const auto gloo = plait_options::Options::from(options());  // [gloo], typed from schema.toml
+    threads_ = static_cast<int>(gloo.threads);
+    interface_ = gloo.interface.value_or("");
+    nccl_order_ = gloo.p2p == plait_options::Options::P2p::nccl;
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 #include "schedule_steps.hpp"
 
@@ -72,7 +73,7 @@ class Interleaved1F1B final : public plait::PipelineSchedule, public plait::Sche
   void* find_extension(std::string_view id) override { return plait::offer<plait::ScheduleModel>(this, id); }
 
  protected:
-  void on_configure() override { virtual_stages_ = options().get<int64_t>("virtual_stages"); }
+  void on_configure() override { virtual_stages_ = plait_options::Options::from(options()).virtual_stages; }
 
  private:
   int64_t virtual_stages_ = 2;

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 
 namespace {
@@ -102,10 +103,11 @@ class LoraLayer final : public plait::Layer {
 class Lora final : public plait::Adapter, public plait::AdapterCostModel {
  public:
   void on_configure() override {
-    rank_ = options().get<int64_t>("rank");
-    alpha_ = options().get<double>("alpha");
-    dropout_ = options().get<double>("dropout");
-    targets_ = options().get<std::vector<std::string>>("targets");
+    const auto lora = plait_options::Options::from(options());  // [lora], typed from schema.toml
+    rank_ = lora.rank;
+    alpha_ = lora.alpha;
+    dropout_ = lora.dropout;
+    targets_ = lora.targets;
   }
 
   bool adapts(const plait::LinearSpec& spec) const override {

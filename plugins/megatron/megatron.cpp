@@ -6,6 +6,7 @@
 // position embeddings are replicated. With sequence_parallel the activations between
 // the split layers (norms, residuals) hold 1/t of the positions each.
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 #include "tp_adapters.hpp"
 #include "tp_layers.hpp"
@@ -72,7 +73,7 @@ class Megatron final : public plait::TensorParallel {
   // this factory before launch; what only a forward would find is checked here.
   void check(const plait::RunCheck& run) const override {
     const int64_t tp = run.parallel->get<int64_t>("tp"), positions = run.data->get<int64_t>("seq_len");
-    PLAIT_CHECK(!options().get<bool>("sequence_parallel") || positions % tp == 0,
+    PLAIT_CHECK(!plait_options::Options::from(options()).sequence_parallel || positions % tp == 0,
                 plait::concat(run.data->where("seq_len"), ": megatron: sequence_parallel splits each sequence over the ",
                               tp, " tensor-parallel ranks, but a batch holds ", positions, " positions ([parallel] tp, ",
                               run.parallel->where("tp"), ")"),
@@ -86,8 +87,9 @@ class Megatron final : public plait::TensorParallel {
       tp.rank = tp.group->rank();
       tp.ways = tp.group->size();
     }
-    tp.vocab_parallel = options().get<bool>("vocab_parallel");
-    tp.sequence_parallel = options().get<bool>("sequence_parallel");
+    const auto megatron = plait_options::Options::from(options());  // [megatron], typed from schema.toml
+    tp.vocab_parallel = megatron.vocab_parallel;
+    tp.sequence_parallel = megatron.sequence_parallel;
     log().info("megatron: ", tp.ways, " tensor-parallel ranks, this is ", tp.rank,
                              tp.vocab_parallel ? "; vocabulary split (vocab-parallel loss)" : "; vocabulary replicated",
                              tp.sequence_parallel ? "; sequence parallel" : "");

@@ -12,6 +12,7 @@
 #include "plait/c10d/communicator.hpp"
 #include "plait/sdk/sdk.hpp"
 
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 
 namespace {
@@ -70,8 +71,9 @@ class NcclBackend final : public plait::CommBackend {
 
  protected:
   void on_configure() override {
-    high_priority_ = options().get<bool>("high_priority_stream");
-    timing_ = options().get<bool>("timing");
+    const auto nccl = plait_options::Options::from(options());  // [nccl], typed from schema.toml
+    high_priority_ = nccl.high_priority_stream;
+    timing_ = nccl.timing;
   }
 
  private:

@@ -1,6 +1,7 @@
 // ZeRO stages 1-3 as a plugin: the options map onto the shared sharding engine
 // (plait::sharding), which does the work.
 #include "plait/sdk/sdk.hpp"
+#include "plait_options.hpp"
 #include "plait_schema.hpp"
 #include "plait/sharding/sharded_engine.hpp"
 
@@ -9,14 +10,15 @@ namespace {
 class Zero final : public plait::sharding::ShardedEngine {
  protected:
   plait::sharding::ShardingOptions sharding_options() const override {
+    const auto zero = plait_options::Options::from(options());  // [zero], typed from schema.toml
     plait::sharding::ShardingOptions sharding;
     sharding.plugin = "zero";
-    sharding.stage = static_cast<int>(options().get<int64_t>("stage"));
-    sharding.group_cap_mb = options().get<double>("bucket_mb");
-    sharding.forward_prefetch = options().get<int64_t>("prefetch_depth");
+    sharding.stage = static_cast<int>(zero.stage);
+    sharding.group_cap_mb = zero.bucket_mb;
+    sharding.forward_prefetch = zero.prefetch_depth;
     sharding.backward_prefetch = sharding.forward_prefetch > 0;
-    sharding.persistence_threshold = options().get<int64_t>("persistence_threshold");
-    sharding.broadcast_init = options().get<bool>("broadcast_init");
+    sharding.persistence_threshold = zero.persistence_threshold;
+    sharding.broadcast_init = zero.broadcast_init;
     return sharding;
   }
 };

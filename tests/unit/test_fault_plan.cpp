@@ -4,13 +4,26 @@
 
 #include <cstdlib>
 
+#include "config/config_loader.hpp"
+#include "config/resolve.hpp"
+#include "debug/fault_injector.hpp"
 #include "debug/fault_plan.hpp"
 #include "plait/sdk/error.hpp"
+#include "run/prepare.hpp"
+#include "support/test_support.hpp"
 
 using namespace plait;
+using namespace plait::test;
 using Catch::Matchers::Contains;
 
 namespace {
+
+ResolvedConfig resolve_text(const TempDir& dir, const std::string& text) {
+  const auto file = write_file(dir / "run.toml", text);
+  const LoadedConfig loaded = load_config(file.string(), {});
+  const PluginRegistry registry = discover_plugins(config_plugin_dirs(loaded.tree));
+  return resolve_config(loaded.tree, registry);
+}
 
 std::string refusal(const std::vector<std::string>& specs, int world = 4, int64_t steps = 10, int64_t restarts = 0) {
   try {
@@ -151,12 +164,15 @@ TEST_CASE("a fault that gives a key twice is refused, not read with one of them"
 }
 
 TEST_CASE("PLAIT_FAULTS adds faults, separated by semicolons, named as such in their errors", "[debug]") {
+  TempDir dir;
+  const ResolvedConfig config = resolve_text(dir, "[debug]\nfaults = [\"kill rank=2 step=4\"]\n");
+  const ResolvedConfig none = resolve_text(dir, "");
   ::setenv("PLAIT_FAULTS", "exit rank=1 step=2; hang rank=0 step=3", 1);
-  const auto f = configured_faults({"kill rank=2 step=4"}, "run.toml:7");
+  const auto f = configured_faults(config);
   ::setenv("PLAIT_FAULTS", "bogus rank=0 step=1", 1);
   std::string error;
   try {
-    configured_faults({}, "run.toml:7");
+    configured_faults(none);
   } catch (const Error& e) {
     error = e.what();
   }
@@ -164,4 +180,33 @@ TEST_CASE("PLAIT_FAULTS adds faults, separated by semicolons, named as such in t
   REQUIRE(f.size() == 3);
   CHECK((f[1].kind == FaultKind::exit && f[1].place == "PLAIT_FAULTS" && f[2].kind == FaultKind::hang));
   CHECK_THAT(error, Contains("PLAIT_FAULTS: fault 'bogus rank=0 step=1'"));
+}
+
+TEST_CASE("one fault plan: the older [debug] slow and nonfinite keys are the faults they stand for, placed where they "
+          "were set, and nonfinite is a fault of its own",
+          "[debug]") {
+  TempDir dir;
+  const ResolvedConfig config = resolve_text(dir, "[debug]\nslow_ms = 40\nslow_rank = 1\nnonfinite_step = 3\n"
+                                                  "faults = [\"nonfinite rank=1 step=5\"]\n");
+  const auto f = configured_faults(config);
+  REQUIRE(f.size() == 3);
+  CHECK((f[0].kind == FaultKind::nonfinite && f[0].rank == 1 && f[0].step == 5));
+  CHECK((f[1].kind == FaultKind::nonfinite && f[1].rank == 0 && f[1].step == 3 && f[1].text == "nonfinite rank=0 step=3"));
+  CHECK_THAT(f[1].place, Contains("run.toml:4:"));  // nonfinite_step's line: the rank was left at its default
+  CHECK((f[2].kind == FaultKind::slow && f[2].rank == 1 && f[2].ms == 40.0 && f[2].step == 1));
+  CHECK_THAT(f[2].place, Contains("run.toml:3:"));  // slow_rank's line
+  CHECK_THAT(refusal({"nonfinite rank=1"}), Contains("it names neither a step nor an op"));
+  CHECK_THAT(refusal({"nonfinite rank=1 step=11"}), Contains("past the run's last step (10)"));
+
+  // Rank 1's injector: step 3 is slowed only, step 5 slowed and its loss spoiled; rank 0's
+  // loss is spoiled at step 3.
+  FaultInjector one(f, 1, 0, "");
+  CHECK(one.at_step(3).slow_ms == 40.0);
+  CHECK_FALSE(one.at_step(3).spoil_loss);
+  const FaultInjector::InStep five = one.at_step(5);
+  CHECK((five.slow_ms == 40.0 && five.spoil_loss));
+  FaultInjector zero(f, 0, 0, "");
+  CHECK(zero.at_step(3).spoil_loss);
+  CHECK_FALSE(zero.at_step(4).spoil_loss);
+  CHECK(zero.at_step(4).slow_ms == 0.0);
 }

@@ -69,7 +69,7 @@ TEST_CASE("a run that diverges stops at that step with one message, and its stat
 TEST_CASE("a non-finite loss on one rank stops every rank, naming that rank, in one message", "[nonfinite]") {
   TempDir dir;
   const auto out = dir / "run";
-  const ProcessResult r = run_quickstart(out, 6, {"debug.nonfinite_step=3", "debug.nonfinite_rank=1"});
+  const ProcessResult r = run_quickstart(out, 6, {"debug.faults=[\"nonfinite rank=1 step=3\"]"});
   INFO(r.output);
   CHECK(r.exit_code == 1);
   const std::string said = "step 3: the loss is nan; rank 1 saw it first; the last finite loss was ";
@@ -91,9 +91,10 @@ TEST_CASE("on_nonfinite = skip withholds the step: the weights are those of the 
   REQUIRE(run_quickstart(two, 2, {"checkpoint.save_final=true", "train.dtype=float64"}).exit_code == 0);
   const ProcessResult r = run_quickstart(skipped, 3, {"checkpoint.save_final=true", "train.dtype=float64",
                                                       "train.on_nonfinite=skip", "debug.nonfinite_step=3",
-                                                      "debug.nonfinite_rank=0"});
+                                                      "debug.nonfinite_rank=0"});  // the older spelling
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Contains("[debug] nonfinite_step is the fault \"nonfinite rank=0 step=3\": write it in [debug] faults"));
   CHECK_THAT(r.output, Contains("warning: step 3: the loss is nan; rank 0 saw it first") &&
                            Contains("the step was skipped (1 so far)"));
   const auto metrics = read_metrics(skipped);

@@ -181,8 +181,26 @@ TEST_CASE("a step's phases: no pipeline no bubble, and the backward hides what o
   l.pp = 2;
   l.idle_share = 0.2;
   const StepPhases piped = predict_step_time(a100, l, k, {}, {});
-  CHECK(piped.bubble > 0);
-  CHECK(piped.pp_comm > 0);
+  // Each of the 4 microbatches receives its activations and sends their gradient back once
+  // per virtual stage, whole hidden states between the two stages; gpt2's tied embedding
+  // adds one all-reduce of its gradient between the end stages.
+  const double hidden = static_cast<double>(l.rank.tokens() * l.rank.model.n_embd * l.rank.activation_bytes_per_element);
+  const GroupPlacement pair{2, stages_share_node(a100, l) ? 2 : 1};
+  const double tied = l.rank.model.family == "gpt2"
+                          ? collective_seconds(a100, Collective::all_reduce,
+                                               static_cast<double>(l.rank.model.vocab_size * l.rank.model.n_embd * 4), pair)
+                          : 0.0;
+  CHECK(piped.pp_comm == Approx(4 * 2 * collective_seconds(a100, Collective::send, hidden, pair) + tied));
+  // The bubble is the idle share of the makespan on top of a stage's busy time: a share of
+  // 0.2 idles a quarter of it, 0.5 all of it, and none without an idle share.
+  l.idle_share = 0.5;
+  const double stage_busy = predict_step_time(a100, l, k, {}, {}).bubble;
+  CHECK(piped.bubble == Approx(stage_busy / 4));
+  CHECK(stage_busy <= piped.compute + piped.memory_bound + piped.tp_comm + piped.pp_comm - tied);
+  CHECK(stage_busy >= 0.4 * (piped.compute + piped.memory_bound));  // a stage without the head does most of the work
+  l.idle_share = 0.0;
+  CHECK(predict_step_time(a100, l, k, {}, {}).bubble == 0.0);
+  l.idle_share = 0.2;
   l.rank.model.n_layer = 23;
   CHECK_THROWS_WITH(predict_step_time(a100, l, k, {}, {}), Contains("23 blocks do not split into pp 2 x 1 virtual stages"));
 }

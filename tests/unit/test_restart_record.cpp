@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "distributed/restart_agreement.hpp"
-#include "run/restart_record.hpp"
+#include "output/restart_record.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;

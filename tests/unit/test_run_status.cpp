@@ -12,7 +12,7 @@
 
 #include "plait/sdk/error.hpp"
 #include "plait/sdk/version.hpp"
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 #include "support/test_support.hpp"
 
 using namespace plait;

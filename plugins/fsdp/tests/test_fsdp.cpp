@@ -56,7 +56,9 @@ TEST_CASE("fsdp moves 3Ψ(n-1)/n elements per rank and step, and 2Ψ(n-1)/n with
       INFO(r.output);
       REQUIRE(r.exit_code == 0);
       const double expected = (reshard ? 3.0 : 2.0) * kPsi * (n - 1) / n * 4.0;  // float32 bytes
-      for (const auto& m : read_metrics(dir / "run")) {
+      const auto records = read_metrics(dir / "run");
+      REQUIRE(records.size() == 2);  // both steps checked, not none
+      for (const auto& m : records) {
         const double fsdp = m.at("comm_bytes_by").at("fsdp").get<double>();
         INFO("n=" << n << " reshard " << reshard << " step " << m.at("step") << ": " << fsdp << " vs " << expected
                   << "; " << m.at("comm").dump());

@@ -1,4 +1,4 @@
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 #include <unistd.h>
 

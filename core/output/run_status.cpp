@@ -1,4 +1,4 @@
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plait/sdk/error.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "run/run_folder_lock.hpp"
+#include "output/run_folder_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "plait/sdk/error.hpp"
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;

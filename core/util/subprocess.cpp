@@ -1,4 +1,4 @@
-#include "run/subprocess.hpp"
+#include "util/subprocess.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,4 +1,4 @@
-#include "run/restart_record.hpp"
+#include "output/restart_record.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run/run_folder.hpp"
+#include "output/run_folder.hpp"
 
 namespace plait {
 namespace fs = std::filesystem;

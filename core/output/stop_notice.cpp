@@ -1,4 +1,4 @@
-#include "run/stop_notice.hpp"
+#include "output/stop_notice.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -13,7 +13,7 @@
 
 #include "distributed/flight_recorder.hpp"
 #include "plait/sdk/error.hpp"
-#include "run/run_status.hpp"
+#include "output/run_status.hpp"
 
 namespace plait {
 namespace {
