@@ -7,7 +7,9 @@
                               Hugging Face `tokenizers`, <|endoftext|> its end of text
   FOLDER/base/                a small LlamaForCausalLM (plait's llama tiny widths,
                               vocabulary 512) that transformers pre-trains here on plain
-                              sequences of the same words (300 AdamW steps, a few seconds)
+                              sequences of the same words (300 AdamW steps; the whole
+                              script took 9.3-10.1 s wall, 13.5-15.3 s of CPU, in three
+                              runs on a 2-core machine, more on a cold disk's first import)
                               and saves: the model to fine-tune, which knows the words but
                               not the tasks
 
