@@ -55,11 +55,11 @@ int run_single(PreparedRun& prep, const LaunchPlan& launch, const RunArgs& args)
   for (const auto& why : launch.resume_refused) core_log().warn("resume: passed over checkpoint ", why);
   FaultInjector faults(injected, 0, 0, folder);
   auto world = World::single();
+  if (!faults.empty()) world->inject(&faults);
   const auto start = std::chrono::steady_clock::now();
   try {
     RunPlan plan = run_plan(prep, folder, world.get(), &status);
     plan.resume_from = launch.resume.value_or("");
-    plan.faults = faults.empty() ? nullptr : &faults;
     train_logged(plan);
     check_faults_struck(injected, folder, 0, 1, 1);
   } catch (const std::exception& e) {

@@ -222,7 +222,6 @@ int run_worker(const WorkerEnv& worker, const RunArgs& args) {
     plan.local_world_size = worker.local_world_size;
     plan.local_rank = worker.local_rank;
     plan.bound_cores = static_cast<int>(cores.size());
-    plan.faults = faults ? &*faults : nullptr;
     train_logged(plan);
     joined.world->shut_down();
   } catch (const std::exception& e) {

@@ -112,20 +112,6 @@ static void resolve_data_alias(ResolvedTable& parallel, std::vector<std::string>
 }
 
 // Every key belongs to a table: a root-level one is refused, pointing at the table it may belong to.
-// [debug] slow_ms and nonfinite_step are read as the faults they stand for
-// (debug/fault_plan.hpp); a note gives the one spelling.
-static void note_older_fault_keys(const Options& debug, std::vector<std::string>& notes) {
-  if (debug.get<double>("slow_ms") > 0) {
-    notes.push_back(concat(debug.where("slow_ms"), ": [debug] slow_ms is the fault \"slow rank=", debug.get<int64_t>("slow_rank"),
-                           " ms=", debug.get<double>("slow_ms"), "\": write it in [debug] faults"));
-  }
-  if (debug.get<int64_t>("nonfinite_step") > 0) {
-    notes.push_back(concat(debug.where("nonfinite_step"), ": [debug] nonfinite_step is the fault \"nonfinite rank=",
-                           debug.get<int64_t>("nonfinite_rank"), " step=", debug.get<int64_t>("nonfinite_step"),
-                           "\": write it in [debug] faults"));
-  }
-}
-
 static void refuse_root_keys(const ConfigTree& tree, const std::vector<std::string>& all_keys) {
   for (const auto& [key, entry] : tree.table("")) {
     std::vector<std::string> bare;
@@ -218,7 +204,6 @@ ResolvedConfig resolve_config(const ConfigTree& tree, const PluginRegistry& regi
   }
   for (auto& [name, table] : out.tables_) {
     if (name == "parallel") resolve_data_alias(table, out.notes_);
-    if (name == "debug") note_older_fault_keys(table.options, out.notes_);
   }
   out.train_ = TrainSettings::from(out.table("train"));
   out.data_ = DataSettings::from(out.table("data"));

@@ -1,8 +1,8 @@
 #pragma once
 // This rank's share of the injected faults (debug/fault_plan.hpp), acted on where they
 // strike: at a step's start (StepRunner), before a collective is issued (the counted
-// communicator, through its World), after a checkpoint is written (the saver). The rank's
-// RunPlan carries it (null: no faults, and the hooks cost a null check); nothing reads a
+// communicator), after a checkpoint is written (the saver). The rank's World holds it
+// (World::inject; null: no faults, and the hooks cost a null check); nothing reads a
 // process-wide one.
 #include <atomic>
 #include <cstdint>

@@ -235,6 +235,16 @@ std::vector<FaultSpec> faults_of_older_keys(const ResolvedConfig& config) {
 
 }  // namespace
 
+std::vector<std::string> older_fault_key_notes(const ResolvedConfig& config) {
+  std::vector<std::string> notes;
+  for (const FaultSpec& f : faults_of_older_keys(config)) {
+    const char* key = f.kind == FaultKind::slow ? "slow_ms" : "nonfinite_step";
+    notes.push_back(concat(config.table("debug").where(key), ": [debug] ", key, " is the fault \"", f.text,
+                           "\": write it in [debug] faults"));
+  }
+  return notes;
+}
+
 std::vector<FaultSpec> configured_faults(const ResolvedConfig& config) {
   std::vector<FaultSpec> out = parse_faults(config.debug().faults, config.table("debug").where("faults"));
   for (auto& f : faults_of_older_keys(config)) out.push_back(std::move(f));

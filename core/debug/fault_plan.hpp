@@ -64,5 +64,7 @@ bool struck(const FaultSpec& fault, const std::string& text, int rank, int attem
 // Every fault of a run: [debug] faults, the faults [debug] slow_ms and nonfinite_step
 // stand for (their place is the key that set them), and PLAIT_FAULTS.
 std::vector<FaultSpec> configured_faults(const ResolvedConfig& config);
+// For each older [debug] key set, a note with the fault it stands for, in its own words.
+std::vector<std::string> older_fault_key_notes(const ResolvedConfig& config);
 
 }  // namespace plait

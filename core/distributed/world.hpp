@@ -55,6 +55,7 @@ class World {
   // This rank's injected faults (debug/fault_injector.hpp), acted on before each
   // collective of every group; null: none. Set once, before training.
   void inject(FaultInjector* faults) { faults_.store(faults, std::memory_order_release); }
+  FaultInjector* faults() const { return faults_.load(std::memory_order_acquire); }
   // A smaller group of an axis's members (collective over the axis group, see GroupMaker).
   Communicator* subgroup(Axis axis, const std::string& name, const std::vector<int>& axis_members);
   // The same, as the SDK's GroupMaker for one axis; null when the axis has one member.

@@ -91,13 +91,7 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     ctx->saved_data["math"] = math;
     // Backward may run on autograd's device thread, outside the forward's DocumentScope.
     const DocumentLayout* documents = current_document_layout();
-    if (documents != nullptr) {
-      ctx->saved_data["documents"] = documents->documents;
-      if (documents->starts.defined()) {
-        ctx->saved_data["starts"] = documents->starts;
-        ctx->saved_data["longest"] = documents->longest;
-      }
-    }
+    save_layout(ctx->saved_data, documents);
     ctx->saved_data["autocast"] = autocast.enabled;
     ctx->saved_data["autocast_dtype"] = autocast.dtype;
     ctx->save_for_backward({q, k, v});
@@ -110,14 +104,8 @@ struct RecomputeCore : public torch::autograd::Function<RecomputeCore> {
     const AutocastState autocast{ctx->saved_data["autocast"].toBool(), ctx->saved_data["autocast_dtype"].toScalarType()};
     at::Tensor y = under_autocast(autocast, in[0].device().type(), [&] {
       at::AutoGradMode grad_on(true);
-      const auto rows = ctx->saved_data.find("documents");
-      const bool packed = rows != ctx->saved_data.end();
-      const auto starts = ctx->saved_data.find("starts");
-      const bool runs = starts != ctx->saved_data.end();
-      const DocumentLayout documents(at::Tensor(), packed ? rows->second.toTensor() : at::Tensor(),
-                                     runs ? starts->second.toTensor() : at::Tensor(),
-                                     runs ? ctx->saved_data["longest"].toInt() : 0);
-      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(), packed ? &documents : nullptr);
+      const std::optional<DocumentLayout> documents = saved_layout(ctx->saved_data);
+      return causal_attention(in[0], in[1], in[2], ctx->saved_data["math"].toBool(), documents ? &*documents : nullptr);
     });
     variable_list g = torch::autograd::grad({y}, in, {grads[0]});
     return {g[0], g[1], g[2], at::Tensor()};

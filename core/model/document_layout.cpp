@@ -49,6 +49,24 @@ at::Tensor DocumentLayout::rows_of(const at::Tensor& table, at::ScalarType dtype
   return gathered_.back().second;
 }
 
+void save_layout(SavedData& saved, const DocumentLayout* layout) {
+  if (layout == nullptr) return;
+  saved["document_positions"] = layout->positions;
+  saved["document_rows"] = layout->documents;
+  if (layout->starts.defined()) {
+    saved["document_starts"] = layout->starts;
+    saved["document_longest"] = layout->longest;
+  }
+}
+
+std::optional<DocumentLayout> saved_layout(SavedData& saved) {
+  if (saved.count("document_rows") == 0) return std::nullopt;
+  const bool runs = saved.count("document_starts") != 0;
+  return DocumentLayout(saved["document_positions"].toTensor(), saved["document_rows"].toTensor(),
+                        runs ? saved["document_starts"].toTensor() : at::Tensor(),
+                        runs ? saved["document_longest"].toInt() : 0);
+}
+
 DocumentScope::DocumentScope(std::optional<DocumentLayout> layout) : previous_(std::move(current_layout)) {
   current_layout = std::move(layout);
 }

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <c10/util/flat_hash_map.h>
 
 namespace plait {
 
@@ -50,6 +52,14 @@ struct DocumentLayout {
   static DocumentLayout of(const at::Tensor& documents, const at::Tensor& positions, const at::Device& device,
                            const at::Tensor& starts = {}, int64_t longest = 0);
 };
+
+// A layout kept in a custom autograd function's saved data (`ctx->saved_data`) for its
+// recomputation, which may run on autograd's device thread, outside the forward's scope:
+// the batch's own tensors, nothing made. Nothing is saved for a null layout, and then
+// saved_layout gives none.
+using SavedData = ska::flat_hash_map<std::string, at::IValue>;
+void save_layout(SavedData& saved, const DocumentLayout* layout);
+std::optional<DocumentLayout> saved_layout(SavedData& saved);
 
 // Sets this thread's layout while alive: the executor around each forward, activation
 // checkpointing around its recomputation (which may run on autograd's device thread).

@@ -3,6 +3,7 @@
 #include "memory/state_budget.hpp"
 
 #include "data/data_check.hpp"
+#include "debug/fault_plan.hpp"
 #include "debug/plugin_call.hpp"
 #include "data/make_sampler.hpp"
 #include "model/adapted_layers.hpp"
@@ -100,6 +101,7 @@ PreparedRun prepare_run(const std::string& config_path, const std::vector<std::s
 
 void log_config_notes(const PreparedRun& run) {
   for (const std::string& note : run.config->notes()) core_log().warn(note);
+  for (const std::string& note : older_fault_key_notes(*run.config)) core_log().warn(note);
 }
 
 }  // namespace plait

@@ -71,14 +71,14 @@ class PhaseClock {
     std::string_view comm_key;
     Clock::time_point start;
     double nested_s;  // what scopes inside it took
-    std::shared_ptr<StreamMark> mark;   // with a marker: where the stream was at the open
+    std::unique_ptr<StreamMark> mark;   // with a marker: where the stream was at the open
     std::vector<std::size_t> children;  // with a marker: closed scopes inside it (into marked_)
   };
   // A closed scope timed on the stream, waiting for the device to pass its marks.
   struct Marked {
     Phase phase;
     std::string comm_key;
-    std::shared_ptr<StreamMark> begin, end;
+    std::unique_ptr<StreamMark> begin, end;
     std::vector<std::size_t> children;
     double whole_s = -1.0;  // once read
   };

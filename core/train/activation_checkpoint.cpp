@@ -27,14 +27,7 @@ struct Recompute : public torch::autograd::Function<Recompute> {
       ctx->saved_data["dropout_seed"] = static_cast<int64_t>(stream->seed);
       ctx->saved_data["dropout_first_sample"] = stream->first_sample;
     }
-    if (const DocumentLayout* documents = current_document_layout()) {
-      ctx->saved_data["document_positions"] = documents->positions;
-      ctx->saved_data["document_rows"] = documents->documents;
-      if (documents->starts.defined()) {
-        ctx->saved_data["document_starts"] = documents->starts;
-        ctx->saved_data["document_longest"] = documents->longest;
-      }
-    }
+    save_layout(ctx->saved_data, current_document_layout());
     ctx->save_for_backward({x});
     return unit->forward(x);  // a custom function's forward runs without grad
   }
@@ -52,14 +45,7 @@ struct Recompute : public torch::autograd::Function<Recompute> {
     }
     DropoutScope samples(stream);
     // The same documents as the forward: packed rows attend and place positions alike.
-    std::optional<DocumentLayout> layout;
-    if (ctx->saved_data.count("document_positions") != 0) {
-      const bool runs = ctx->saved_data.count("document_starts") != 0;
-      layout.emplace(ctx->saved_data["document_positions"].toTensor(), ctx->saved_data["document_rows"].toTensor(),
-                     runs ? ctx->saved_data["document_starts"].toTensor() : at::Tensor(),
-                     runs ? ctx->saved_data["document_longest"].toInt() : 0);
-    }
-    DocumentScope documents(std::move(layout));
+    DocumentScope documents(saved_layout(ctx->saved_data));
     at::Tensor y = under_autocast(autocast, x.device().type(), [&] {
       at::AutoGradMode grad_on(true);
       return unit->forward(x);

@@ -196,7 +196,7 @@ void CheckpointSaver::write_parts(const Job& job) {
   World& world = *plan_.world;
   const auto start = std::chrono::steady_clock::now();
   const checkpoint::RankShard shard = checkpoint::write_rank_shard(job.staging, world.rank(), job.parts);
-  if (plan_.faults != nullptr && plan_.faults->corrupts(job.progress.step)) {  // [debug] faults: corrupt
+  if (world.faults() != nullptr && world.faults()->corrupts(job.progress.step)) {  // [debug] faults: corrupt
     const bool flipped = flip_byte((job.staging / shard.file).string());
     core_log().warn("rank ", world.rank(), ": injected fault: ", flipped ? "flipped a byte of " : "could not flip a byte of ",
                     shard.file, " in the checkpoint of step ", job.progress.step);

@@ -13,7 +13,6 @@ namespace plait {
 
 struct PipelinePlan;  // pipeline/pipeline_plan.hpp
 class RunStatus;
-class FaultInjector;  // debug/fault_injector.hpp
 
 struct RunPlan {
   const ResolvedConfig* config = nullptr;
@@ -26,9 +25,6 @@ struct RunPlan {
   int local_rank = 0;
   int bound_cores = 0;  // the cores this rank is bound to ([distributed] bind_cores); 0: not bound
   RunStatus* status = nullptr;  // the run's status.json, when this rank reports its steps there
-  // This rank's injected faults ([debug] faults and what the older [debug] keys stand for,
-  // debug/fault_plan.hpp), also installed in `world`; null: none.
-  FaultInjector* faults = nullptr;
   // The checkpoint plait run checked and resumes from, which may be older than the newest
   // (a damaged one passed over); empty: [checkpoint]'s own answer (resume_source).
   std::string resume_from;

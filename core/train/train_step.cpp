@@ -42,9 +42,10 @@ StepRunner::StepRunner(const RunPlan& plan, Rank& rank, DebugDumps& dumps) : pla
 StepOutcome StepRunner::run(int64_t step, int64_t updates, const std::function<void()>& before_update) {
   StepOutcome out;
   const auto [batches, counted] = draw(out);
-  // Injected faults (the run plan's): kill, hang and the like strike here; a slow one is a
+  // Injected faults (held by the rank's world): kill, hang and the like strike here; a slow one is a
   // straggler's extra compute; a nonfinite one spoils this rank's loss.
-  const FaultInjector::InStep faults = plan_.faults ? plan_.faults->at_step(step) : FaultInjector::InStep{};
+  FaultInjector* injected = plan_.world->faults();
+  const FaultInjector::InStep faults = injected ? injected->at_step(step) : FaultInjector::InStep{};
   if (faults.slow_ms > 0.0) straggle(faults.slow_ms);
   StepRequests requests = dumps_.requests(step);
   requests.time_span = is_logged_step(step, log_every_, steps_);
